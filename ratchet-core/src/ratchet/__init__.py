@@ -1,0 +1,70 @@
+"""Ratchet: a persistent, clustered job scheduler.
+
+    from ratchet import Ratchet
+
+    app = Ratchet("sqlite:///ratchet.db")
+
+    @app.job(max_retries=3)
+    def send_receipt(order_id: int) -> None: ...
+
+    send_receipt.enqueue(42)
+    app.run_worker()
+"""
+
+from __future__ import annotations
+
+from ratchet._app import DEFAULT_STORE_URL, Ratchet
+from ratchet._config import RatchetOptions
+from ratchet._context import JobContext, current_job
+from ratchet._failures import DoNotRetry, do_not_retry
+from ratchet._jobs import JobBuilder, JobDefinition, JobFunction
+from ratchet._types import (
+    BackoffPolicy,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobPriority,
+    JobStatus,
+    NodeInfo,
+)
+from ratchet.errors import (
+    ArgumentsNotSerializableError,
+    BusinessKeyConflictError,
+    DuplicateIdempotencyKeyError,
+    InvalidCronError,
+    PayloadTooLargeError,
+    RatchetError,
+    TargetNotAllowedError,
+    UnknownStoreError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "ArgumentsNotSerializableError",
+    "BackoffPolicy",
+    "BusinessKeyConflictError",
+    "DoNotRetry",
+    "DuplicateIdempotencyKeyError",
+    "Execution",
+    "ExecutionStatus",
+    "InvalidCronError",
+    "Job",
+    "JobBuilder",
+    "JobContext",
+    "JobDefinition",
+    "JobFunction",
+    "JobPriority",
+    "JobStatus",
+    "NodeInfo",
+    "PayloadTooLargeError",
+    "Ratchet",
+    "RatchetError",
+    "RatchetOptions",
+    "TargetNotAllowedError",
+    "UnknownStoreError",
+    "__version__",
+    "current_job",
+    "do_not_retry",
+]

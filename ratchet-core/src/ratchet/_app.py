@@ -1,0 +1,351 @@
+"""``Ratchet``: the application object users create, decorate jobs with and run workers from."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+
+from ratchet._codec import encode_arguments
+from ratchet._config import RatchetOptions
+from ratchet._jobs import JobBuilder, JobDefinition, JobFunction, make_definition
+from ratchet._types import BackoffPolicy, Execution, Job, JobPriority, JobStatus, NewJob
+from ratchet._uuid import uuid7
+from ratchet.errors import RatchetError, UnknownJobError
+from ratchet.plugins import PluginRegistry
+from ratchet.spi import (
+    ClassPolicy,
+    ClusterCoordinator,
+    DefaultNodeIdentityProvider,
+    DefaultRetryPolicy,
+    JobStore,
+    ModuleAllowlistClassPolicy,
+    NodeIdentityProvider,
+    NoOpClusterCoordinator,
+    RetryPolicy,
+    WakeupHint,
+)
+
+if TYPE_CHECKING:
+    from ratchet._engine.worker import Worker
+
+__all__ = ["DEFAULT_STORE_URL", "Ratchet"]
+
+log = logging.getLogger("ratchet")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_STORE_URL = "sqlite:///ratchet.db"
+
+
+class _RegisteredJobsPolicy:
+    """Registered jobs by target, then the configured allowlist (or a user policy)."""
+
+    def __init__(self, app: Ratchet, extra: ClassPolicy) -> None:
+        self._app = app
+        self._extra = extra
+
+    def is_allowed(self, target: str) -> bool:
+        registered = any(d.target == target for d in self._app.registry.values())
+        return registered or self._extra.is_allowed(target)
+
+
+class Ratchet:
+    """A Ratchet application: the store, the registered jobs, and workers.
+
+    ``store`` is a URL (``sqlite:///path``, ``memory://``, ``postgresql://…``) or a
+    JobStore instance; ``None`` reads ``RATCHET_STORE_URL``, then falls back to
+    ``sqlite:///ratchet.db`` in the working directory. Keyword ``options`` are the fields
+    of :class:`~ratchet.RatchetOptions` and win over ``RATCHET_*`` variables.
+    """
+
+    def __init__(
+        self,
+        store: str | JobStore | None = None,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        class_policy: ClassPolicy | None = None,
+        coordinator: ClusterCoordinator | None = None,
+        node_identity: NodeIdentityProvider | None = None,
+        plugins: PluginRegistry | None = None,
+        **options: Any,
+    ) -> None:
+        self.options = RatchetOptions.from_env(**options)
+        self.plugins = plugins or PluginRegistry.load(
+            disabled=",".join(self.options.disabled_plugins) or None
+        )
+        if isinstance(store, JobStore):
+            self.store: JobStore = store
+        elif store is None or isinstance(store, str):
+            url = store or self.options.store_url or DEFAULT_STORE_URL
+            self.store = self.plugins.create_store(url)
+        else:
+            raise TypeError(
+                f"store must be a URL string or a JobStore instance, got {store!r}."
+            )
+        self.node_identity = node_identity or DefaultNodeIdentityProvider(self.options.node_id)
+        self.node_id = self.node_identity.get_node_id()
+        self.retry_policy = retry_policy or DefaultRetryPolicy()
+        self.registry: dict[str, JobDefinition] = {}
+        self.class_policy: ClassPolicy = _RegisteredJobsPolicy(
+            self, class_policy or ModuleAllowlistClassPolicy(self.options.allowed_modules)
+        )
+        self._workers: weakref.WeakSet[Worker] = weakref.WeakSet()
+        self._workers_lock = threading.Lock()
+        self.coordinator_reason = "given to Ratchet()"
+        if coordinator is None:
+            coordinator = self._choose_coordinator()
+        self.coordinator = coordinator
+        self.coordinator.register_wakeup_listener(self._on_wakeup_hint)
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> Ratchet:
+        """A Ratchet configured only by ``RATCHET_*`` variables (and ``kwargs``)."""
+        return cls(None, **kwargs)
+
+    def _choose_coordinator(self) -> ClusterCoordinator:
+        plugin, why, _unavailable = self.plugins.choose_coordinator(self.options, self.store)
+        self.coordinator_reason = why
+        if plugin is None:
+            return NoOpClusterCoordinator()
+        from ratchet._imports import resolve_reference
+
+        factory = resolve_reference(plugin.factory)
+        coordinator: ClusterCoordinator = factory(self.options, self.store, self.node_id)
+        log.info("Cluster coordinator %r active: %s.", plugin.name, why)
+        return coordinator
+
+    def close(self) -> None:
+        """Close the coordinator and the store."""
+        self.coordinator.close()
+        self.store.close()
+
+    def __enter__(self) -> Ratchet:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- registering jobs ----------------------------------------------------------------
+
+    @overload
+    def job(self, func: Callable[P, R], /) -> JobFunction[P, R]: ...
+
+    @overload
+    def job(
+        self,
+        func: None = None,
+        /,
+        *,
+        name: str | None = None,
+        max_retries: int = 3,
+        backoff: BackoffPolicy = BackoffPolicy.EXPONENTIAL,
+        backoff_ms: int = 1000,
+        priority: JobPriority | int = JobPriority.NORMAL,
+        timeout: float | None = None,
+    ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
+
+    def job(
+        self,
+        func: Callable[P, R] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        max_retries: int = 3,
+        backoff: BackoffPolicy = BackoffPolicy.EXPONENTIAL,
+        backoff_ms: int = 1000,
+        priority: JobPriority | int = JobPriority.NORMAL,
+        timeout: float | None = None,
+    ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
+        """Register a function (sync or ``async def``) as a job: ``@app.job`` or
+        ``@app.job(max_retries=5, …)``. The name defaults to ``module:qualname``."""
+
+        def register(f: Callable[P, R]) -> JobFunction[P, R]:
+            definition = make_definition(
+                f,
+                name=name,
+                max_retries=max_retries,
+                backoff=backoff,
+                backoff_ms=backoff_ms,
+                priority=priority,
+                timeout=timeout,
+            )
+            existing = self.registry.get(definition.name)
+            if existing is not None and existing.target != definition.target:
+                raise RatchetError(
+                    f"Job name {definition.name!r} is already registered for "
+                    f"{existing.target!r}; give {definition.target!r} another name."
+                )
+            self.registry[definition.name] = definition
+            return JobFunction(self, definition)
+
+        return register if func is None else register(func)
+
+    def definition(self, func: Callable[..., Any] | str) -> JobDefinition:
+        """The registered definition of a job function or job name."""
+        if isinstance(func, JobFunction):
+            return func.definition
+        if isinstance(func, str):
+            found = self.registry.get(func)
+            if found is None:
+                names = ", ".join(repr(n) for n in sorted(self.registry)) or "none"
+                raise UnknownJobError(
+                    f"No job named {func!r} is registered. Registered jobs: {names}. "
+                    "Decorate the function with @app.job in a module your app imports."
+                )
+            return found
+        for definition in self.registry.values():
+            if definition.func is func:
+                return definition
+        raise UnknownJobError(
+            f"{func!r} is not a registered job; decorate it with @app.job first."
+        )
+
+    # -- enqueueing ----------------------------------------------------------------------
+
+    def builder(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> JobBuilder:
+        """A chainable builder for one submission of ``func(*args, **kwargs)``."""
+        return JobBuilder.for_definition(self, self.definition(func), args, kwargs)
+
+    def enqueue(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> str:
+        """Submit ``func(*args, **kwargs)`` with the job's defaults; returns the job id."""
+        return self.builder(func, *args, **kwargs).submit()
+
+    def enqueue_many(
+        self, func: Callable[..., Any] | str, arguments: Iterable[Iterable[Any]]
+    ) -> list[str]:
+        """Submit one job per argument tuple, all-or-nothing, in one store round trip."""
+        definition = self.definition(func)
+        jobs = [
+            self._new_job(JobBuilder.for_definition(self, definition, tuple(args), {}))
+            for args in arguments
+        ]
+        if not jobs:
+            return []
+        self.store.enqueue_many(jobs)
+        self._announce(max(job.priority for job in jobs))
+        return [job.id for job in jobs]
+
+    def _submit(self, builder: JobBuilder) -> str:
+        job = self._new_job(builder)
+        self.store.enqueue(job)
+        self._announce(job.priority)
+        return job.id
+
+    def _new_job(self, builder: JobBuilder) -> NewJob:
+        definition = builder.definition
+        args_json, kwargs_json = encode_arguments(
+            definition.name,
+            builder.args,
+            builder.kwargs,
+            builder.params_value,
+            max_bytes=self.options.max_payload_bytes,
+        )
+        return NewJob(
+            id=str(uuid7()),
+            name=definition.name,
+            target=definition.target,
+            args_json=args_json,
+            kwargs_json=kwargs_json,
+            priority=builder.priority_value,
+            max_retries=builder.max_retries_value,
+            backoff=builder.backoff_value,
+            backoff_ms=builder.backoff_ms_value,
+            timeout_seconds=definition.timeout,
+            business_key=builder.business_key_value,
+            idempotency_key=builder.idempotency_key_value,
+            tags=builder.tags_value,
+            params=dict(builder.params_value),
+            scheduled_at=builder.scheduled_at,
+            delay_seconds=builder.delay_seconds,
+        )
+
+    def _announce(self, priority: int) -> None:
+        self._wake_local()
+        self.coordinator.notify_new_work(priority, self.node_id, None)
+
+    # -- reading and managing jobs -------------------------------------------------------
+
+    def get_job(self, job_id: str) -> Job | None:
+        return self.store.get_job(job_id)
+
+    def list_jobs(
+        self, status: JobStatus | str | None = None, tag: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        return self.store.list_jobs(
+            status=JobStatus(status) if status is not None else None, tag=tag, limit=limit
+        )
+
+    def executions(self, job_id: str) -> list[Execution]:
+        """One record per attempt (claim) of the job, oldest first."""
+        return self.store.list_executions(job_id)
+
+    def retry_job(self, job_id: str) -> bool:
+        """FAILED → PENDING with attempts reset; ``False`` for any other state."""
+        retried = self.store.retry_failed_job(job_id)
+        if retried:
+            self._announce(JobPriority.NORMAL)
+        return retried
+
+    def cancel_job(self, job_id: str) -> bool:
+        """PENDING → CANCELED; ``False`` for any other state."""
+        return self.store.cancel_job(job_id)
+
+    # -- workers -------------------------------------------------------------------------
+
+    def worker(self, *, concurrency: int | None = None) -> Worker:
+        """A worker to embed: ``with app.worker(): …`` or ``.start()`` / ``.stop(timeout)``."""
+        from ratchet._engine.worker import Worker
+
+        return Worker(self, concurrency=concurrency)
+
+    def run_worker(self, *, concurrency: int | None = None) -> None:
+        """Run a worker until SIGINT or SIGTERM, then drain in order and return."""
+        stop = threading.Event()
+
+        def on_signal(signum: int, _frame: object) -> None:
+            log.info("Received %s; draining.", signal.Signals(signum).name)
+            stop.set()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with self.worker(concurrency=concurrency):
+                while not stop.wait(1.0):
+                    pass
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def run_until_idle(self, *, timeout: float | None = 60.0, concurrency: int | None = None) -> int:
+        """Run every due job (and retries that come due meanwhile), then return how many
+        were claimed. Raises TimeoutError past ``timeout`` seconds."""
+        from ratchet._engine.worker import run_until_idle
+
+        return run_until_idle(self, timeout=timeout, concurrency=concurrency)
+
+    def _attach(self, worker: Worker) -> None:
+        with self._workers_lock:
+            self._workers.add(worker)
+
+    def _detach(self, worker: Worker) -> None:
+        with self._workers_lock:
+            self._workers.discard(worker)
+
+    def _wake_local(self) -> None:
+        with self._workers_lock:
+            workers = list(self._workers)
+        for worker in workers:
+            worker.wake()
+
+    def _on_wakeup_hint(self, hint: WakeupHint) -> None:
+        # A hint may only cause a poll, never run anything.
+        self._wake_local()
+
+    def __repr__(self) -> str:
+        return f"<Ratchet store={self.store.describe()} node={self.node_id!r} pid={os.getpid()}>"
+

@@ -1,0 +1,160 @@
+"""One options object; every field can also be set by its ``RATCHET_*`` variable.
+
+Precedence: keyword arguments to :class:`ratchet.Ratchet` > environment > defaults.
+Invalid values fail at start-up with a :class:`~ratchet.errors.ConfigurationError` that
+names the variable, the value and what is accepted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ratchet.errors import ConfigurationError
+
+__all__ = ["RatchetOptions"]
+
+
+def _opt(default: Any, env: str, doc: str, *, kind: str = "float", minimum: float = 0.0) -> Any:
+    return field(
+        default=default, metadata={"env": env, "doc": doc, "kind": kind, "minimum": minimum}
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RatchetOptions:
+    """Every setting of a Ratchet node. Durations are seconds (fractions allowed) unless
+    the name says minutes or days."""
+
+    store_url: str | None = _opt(
+        None, "RATCHET_STORE_URL", "Store URL; default sqlite:///ratchet.db", kind="str"
+    )
+    concurrency: int = _opt(
+        8, "RATCHET_WORKER_CONCURRENCY", "Jobs run at once per worker", kind="int", minimum=1
+    )
+    claim_batch_size: int = _opt(
+        50, "RATCHET_CLAIM_BATCH_SIZE", "Most jobs claimed per poll", kind="int", minimum=1
+    )
+    poll_burst_seconds: float = _opt(
+        0.5, "RATCHET_POLL_BURST_SECONDS", "Poll interval while work flows", minimum=0.01
+    )
+    poll_idle_max_seconds: float = _opt(
+        60.0, "RATCHET_POLL_IDLE_MAX_SECONDS", "Longest poll interval when idle", minimum=0.01
+    )
+    priority_boost_minutes: float = _opt(
+        15.0,
+        "RATCHET_PRIORITY_BOOST_INTERVAL_MINUTES",
+        "Waiting this long raises effective priority by one; 0 disables",
+    )
+    max_payload_kb: float = _opt(
+        100.0, "RATCHET_MAX_PAYLOAD_KB", "Largest encoded arguments+params", minimum=0.001
+    )
+    node_id: str | None = _opt(
+        None, "RATCHET_NODE_ID", "Node id; default hostname-pid-<8 hex>", kind="str"
+    )
+    heartbeat_interval_seconds: float = _opt(
+        10.0, "RATCHET_NODE_HEARTBEAT_INTERVAL_SECONDS", "Heartbeat period", minimum=0.01
+    )
+    orphan_grace_seconds: float = _opt(
+        60.0,
+        "RATCHET_NODE_ORPHAN_GRACE_SECONDS",
+        "Heartbeat age after which a node's jobs are recovered",
+        minimum=0.01,
+    )
+    orphan_scan_interval_minutes: float = _opt(
+        5.0, "RATCHET_ORPHAN_SCAN_INTERVAL_MINUTES", "Orphan scan period", minimum=0.0001
+    )
+    max_crash_redeliveries: int = _opt(
+        3,
+        "RATCHET_NODE_MAX_CRASH_REDELIVERIES",
+        "Crash recoveries before a job is dead-lettered",
+        kind="int",
+    )
+    shutdown_timeout_seconds: float = _opt(
+        30.0, "RATCHET_SHUTDOWN_TIMEOUT_SECONDS", "How long a drain waits for running jobs"
+    )
+    allowed_modules: tuple[str, ...] = _opt(
+        (),
+        "RATCHET_ALLOWED_MODULES",
+        "Extra modules (comma-separated) whose functions may run as jobs",
+        kind="list",
+    )
+    coordinator: str | None = _opt(
+        None,
+        "RATCHET_COORDINATOR",
+        "Coordinator name; 'none' disables; default: first available",
+        kind="str",
+    )
+    disabled_plugins: tuple[str, ...] = _opt(
+        (), "RATCHET_DISABLED_PLUGINS", "Entry-point names of plugins to ignore", kind="list"
+    )
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> RatchetOptions:
+        """Defaults, then ``RATCHET_*`` variables, then ``overrides``; all validated."""
+        env = os.environ if environ is None else environ
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - set(known))
+        if unknown:
+            raise ConfigurationError(
+                f"Unknown Ratchet option(s) {', '.join(map(repr, unknown))}. "
+                f"Valid options: {', '.join(sorted(known))}."
+            )
+        values: dict[str, Any] = {}
+        for name, spec in known.items():
+            variable = spec.metadata["env"]
+            if name in overrides:
+                values[name] = _parse(spec, overrides[name], source=f"option {name!r}")
+            elif env.get(variable, "").strip():
+                values[name] = _parse(spec, env[variable], source=f"{variable}")
+        return cls(**values)
+
+    @property
+    def max_payload_bytes(self) -> int:
+        return int(self.max_payload_kb * 1024)
+
+    @property
+    def priority_boost_seconds(self) -> float:
+        return self.priority_boost_minutes * 60.0
+
+    @classmethod
+    def documentation(cls) -> list[tuple[str, str, str, str]]:
+        """(variable, option, default, description) rows for the README and ``--help``."""
+        rows = []
+        for spec in dataclasses.fields(cls):
+            default = spec.default
+            shown = "—" if default in (None, ()) else repr(default)
+            rows.append((spec.metadata["env"], spec.name, shown, spec.metadata["doc"]))
+        return rows
+
+
+def _parse(spec: dataclasses.Field[Any], raw: Any, *, source: str) -> Any:
+    kind = spec.metadata["kind"]
+    minimum = spec.metadata["minimum"]
+    if kind == "str":
+        return None if raw is None else str(raw).strip() or None
+    if kind == "list":
+        items = raw.split(",") if isinstance(raw, str) else list(raw)
+        return tuple(str(item).strip() for item in items if str(item).strip())
+    try:
+        if isinstance(raw, bool):
+            raise TypeError("booleans are not numbers here")
+        value: float = int(raw) if kind == "int" else float(raw)
+        if kind == "int" and isinstance(raw, float) and raw != int(raw):
+            raise ValueError("not a whole number")
+    except (TypeError, ValueError):
+        expected = "a whole number" if kind == "int" else "a number (fractions allowed)"
+        raise ConfigurationError(
+            f"{source} is {raw!r}, which is not {expected}. Set it to {expected} "
+            f">= {minimum:g}, for example {spec.default!r}."
+        ) from None
+    if value != value or value < minimum:  # NaN fails the first test
+        raise ConfigurationError(
+            f"{source} is {raw!r}; it must be >= {minimum:g} (default {spec.default!r})."
+        )
+    return value

@@ -1,0 +1,52 @@
+"""``ratchet.current_job()``: what a running job knows about itself."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["JobContext", "current_job"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobContext:
+    """The running attempt: job id and name, 1-based attempt number, params, a logger."""
+
+    id: str
+    name: str
+    attempt: int
+    claim_seq: int
+    params: dict[str, Any] = field(default_factory=dict)
+    logger: logging.LoggerAdapter[logging.Logger] = field(repr=False)
+
+    def param(self, key: str, default: Any = None) -> Any:
+        return self.params.get(key, default)
+
+
+_current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
+    "ratchet_current_job", default=None
+)
+
+
+def current_job() -> JobContext:
+    """The context of the job running in this thread or task.
+
+    Raises RuntimeError outside a job.
+    """
+    context = _current.get()
+    if context is None:
+        raise RuntimeError(
+            "ratchet.current_job() was called outside a running job; call it from inside "
+            "a function that Ratchet is executing."
+        )
+    return context
+
+
+def _set(context: JobContext | None) -> contextvars.Token[JobContext | None]:
+    return _current.set(context)
+
+
+def _reset(token: contextvars.Token[JobContext | None]) -> None:
+    _current.reset(token)

@@ -1,0 +1,1 @@
+"""The engine: poller, executor, runner, heartbeat and maintenance. Private; free to change."""

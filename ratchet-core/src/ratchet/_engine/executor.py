@@ -1,0 +1,109 @@
+"""Bounded execution: sync jobs on a thread pool, ``async def`` jobs on one event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ratchet._engine.runner import JobRunner
+from ratchet._types import ClaimedJob
+
+__all__ = ["JobExecutor"]
+
+log = logging.getLogger("ratchet.worker")
+
+
+class JobExecutor:
+    """Runs at most ``concurrency`` jobs at once and tracks which claims are in flight."""
+
+    def __init__(
+        self, runner: JobRunner, concurrency: int, on_done: Callable[[], None] | None = None
+    ) -> None:
+        self.runner = runner
+        self.concurrency = concurrency
+        self._on_done = on_done
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=concurrency, thread_name_prefix="ratchet-job"
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._changed = threading.Condition()
+        self._in_flight: dict[
+            tuple[str, int], tuple[ClaimedJob, concurrent.futures.Future[Any] | None]
+        ] = {}
+        self.completed = 0
+
+    def free_slots(self) -> int:
+        with self._changed:
+            return self.concurrency - len(self._in_flight)
+
+    def in_flight(self) -> list[ClaimedJob]:
+        with self._changed:
+            return [job for job, _ in self._in_flight.values()]
+
+    def submit(self, job: ClaimedJob) -> None:
+        key = (job.id, job.claim_seq)
+        with self._changed:
+            # Reserve the slot before starting, so a job that finishes at once is not
+            # counted after it has already been removed.
+            self._in_flight[key] = (job, None)
+        future: concurrent.futures.Future[Any]
+        if self.runner.is_async(job):
+            coroutine = self.runner.run_async(job)
+            future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
+        else:
+            future = self._pool.submit(self.runner.run_sync, job)
+        with self._changed:
+            if key in self._in_flight:
+                self._in_flight[key] = (job, future)
+        future.add_done_callback(lambda f: self._finished(key, f))
+
+    def _finished(self, key: tuple[str, int], future: concurrent.futures.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            # The runner records every job failure itself; this is a bug or a store outage
+            # while recording. The claim stays RUNNING and orphan recovery takes it back.
+            log.error("Recording the outcome of job %s failed: %s", key[0], future.exception())
+        with self._changed:
+            self._in_flight.pop(key, None)
+            self.completed += 1
+            self._changed.notify_all()
+        if self._on_done is not None:
+            self._on_done()
+
+    def wait_until_idle(self, timeout: float | None) -> bool:
+        """Block until nothing runs, or ``timeout`` seconds pass; True when idle."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._in_flight, timeout)
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Block until a job finishes or ``timeout`` passes."""
+        with self._changed:
+            self._changed.wait(timeout)
+
+    def cancel_running(self) -> None:
+        """Interrupt what can be interrupted: async jobs are cancelled; threads cannot be."""
+        with self._changed:
+            futures = [future for _, future in self._in_flight.values() if future is not None]
+        for future in futures:
+            future.cancel()
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        with self._changed:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="ratchet-async-jobs", daemon=True
+                )
+                thread.start()
+                self._loop, self._loop_thread = loop, thread
+            return self._loop
+
+    def shutdown(self) -> None:
+        """Stop accepting work; threads still running a job finish in the background."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)

@@ -1,0 +1,328 @@
+"""A worker: the poller, heartbeat and maintenance threads around one executor.
+
+Lifecycle: :meth:`Worker.start` registers the node, takes back this node's own claims
+left by a previous run, then starts the threads. :meth:`Worker.stop` drains in order:
+stop claiming; stop the poller and maintenance; wait for running jobs up to the
+timeout; release the claims still running back to PENDING with no charge; interrupt
+what still runs; stop the heartbeat; release resources.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ratchet._engine.executor import JobExecutor
+from ratchet._engine.polling import AdaptivePolling
+from ratchet._engine.runner import JobRunner, redact
+from ratchet._messages import (
+    CRASH_LIMIT_MESSAGE,
+    DRAIN_RELEASED_MESSAGE,
+    STALE_EXECUTION_MESSAGE,
+)
+from ratchet._types import ClaimedJob, OrphanRecovery
+
+if TYPE_CHECKING:
+    from ratchet._app import Ratchet
+
+__all__ = ["Worker", "WorkerStats"]
+
+log = logging.getLogger("ratchet.worker")
+
+ORPHAN_SCAN_LOCK = "ratchet:orphan-recovery"
+ORPHAN_SCAN_LIMIT = 500
+
+
+@dataclass
+class WorkerStats:
+    """Counters for one worker's life; read them for progress and in tests."""
+
+    claimed: int = 0
+    stale_outcomes: int = 0
+    store_errors: int = 0
+    released_at_shutdown: int = 0
+
+
+class Worker:
+    """Claims and runs jobs for one :class:`~ratchet.Ratchet` application."""
+
+    def __init__(self, app: Ratchet, *, concurrency: int | None = None) -> None:
+        options = app.options
+        self.app = app
+        self.store = app.store
+        self.node_id = app.node_id
+        self.options = options
+        self.concurrency = int(concurrency or options.concurrency)
+        if self.concurrency < 1:
+            raise ValueError(f"Worker concurrency {concurrency!r} must be at least 1.")
+        self.stats = WorkerStats()
+        self.polling = AdaptivePolling(
+            burst=options.poll_burst_seconds, idle_max=options.poll_idle_max_seconds
+        )
+        self.runner = JobRunner(
+            store=app.store,
+            registry=app.registry,
+            class_policy=app.class_policy,
+            retry_policy=app.retry_policy,
+            on_stale=self._count_stale,
+        )
+        self.executor = JobExecutor(self.runner, self.concurrency, on_done=self._slot_freed)
+        self._wake = threading.Event()
+        self._claiming = threading.Event()
+        self._stop_timers = threading.Event()
+        self._stop_heartbeat = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._last_heartbeat_ok = time.monotonic()
+        self._last_poll_full = False
+        self._started = False
+        self._stopped = False
+        self._error_streak = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self, *, poll: bool = True) -> Worker:
+        """Register the node, recover its own old claims, start the threads."""
+        if self._started:
+            return self
+        self._started = True
+        self.store.register_node(self.node_id)
+        self._last_heartbeat_ok = time.monotonic()
+        self._fail_exhausted(
+            self.store.recover_node_claims(
+                self.node_id,
+                max_crash_redeliveries=self.options.max_crash_redeliveries,
+                limit=ORPHAN_SCAN_LIMIT,
+            )
+        )
+        self._claiming.set()
+        self._spawn("ratchet-heartbeat", self._heartbeat_loop)
+        if poll:
+            self._spawn("ratchet-poller", self._poll_loop)
+            self._spawn("ratchet-maintenance", self._maintenance_loop)
+        self.app._attach(self)
+        log.info(
+            "Ratchet worker %s started on %s with concurrency %d.",
+            self.node_id,
+            self.store.describe(),
+            self.concurrency,
+        )
+        return self
+
+    def _spawn(self, name: str, target: object) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Drain and stop; ``timeout`` defaults to the configured shutdown timeout."""
+        if not self._started or self._stopped:
+            return
+        self._stopped = True
+        wait = self.options.shutdown_timeout_seconds if timeout is None else timeout
+        self._claiming.clear()  # 1. stop claiming
+        self._stop_timers.set()  # 2. stop poller and maintenance; heartbeat keeps going
+        self._wake.set()
+        for thread in self._threads:
+            if thread.name != "ratchet-heartbeat":
+                thread.join()
+        finished = self.executor.wait_until_idle(wait)  # 3. wait for running jobs
+        if not finished:  # 4. release what still runs, with no charge
+            released = self._release_claims()
+            log.warning(
+                "Shutdown timeout (%.3g s) reached with jobs still running; released %d "
+                "claim(s) to run again elsewhere.",
+                wait,
+                released,
+            )
+            self.executor.cancel_running()  # 5. interrupt what can be interrupted
+        self._stop_heartbeat.set()  # 6. stop the heartbeat
+        for thread in self._threads:
+            thread.join()
+        self.app._detach(self)  # 7. release resources
+        self.executor.shutdown()
+        log.info("Ratchet worker %s stopped.", self.node_id)
+
+    def _release_claims(self) -> int:
+        try:
+            released = self.store.release_node_claims(self.node_id, message=DRAIN_RELEASED_MESSAGE)
+        except Exception as exc:
+            log.error("Could not release this node's claims at shutdown: %s", redact(str(exc)))
+            return 0
+        self.stats.released_at_shutdown += released
+        return released
+
+    def __enter__(self) -> Worker:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def wake(self) -> None:
+        """Poll now: local enqueue, coordinator hint."""
+        self.polling.on_wakeup()
+        self._wake.set()
+
+    # -- claiming ------------------------------------------------------------------------
+
+    def claim_once(self) -> list[ClaimedJob]:
+        """Claim as many due jobs as there are free slots (up to the batch size) and
+        hand them to the executor."""
+        if not self._claiming.is_set() or self._heartbeat_lost():
+            return []
+        limit = min(self.executor.free_slots(), self.options.claim_batch_size)
+        if limit <= 0:
+            return []
+        jobs = self.store.claim_due_jobs(
+            node_id=self.node_id,
+            limit=limit,
+            priority_boost_seconds=self.options.priority_boost_seconds,
+        )
+        self._last_poll_full = len(jobs) >= limit
+        self.stats.claimed += len(jobs)
+        for job in jobs:
+            self.executor.submit(job)
+        return jobs
+
+    def _poll_loop(self) -> None:
+        while not self._stop_timers.is_set():
+            try:
+                limit = min(self.executor.free_slots(), self.options.claim_batch_size)
+                claimed = len(self.claim_once()) if limit > 0 else 0
+                self._recovered_from_error()
+                delay = self.polling.after_poll(claimed, limit) if limit > 0 else self.polling.delay
+            except Exception as exc:
+                delay = self.polling.after_error()
+                self._store_error("claim jobs", exc, delay)
+            if delay > 0:
+                self._wake.wait(delay)
+            self._wake.clear()
+
+    def _slot_freed(self) -> None:
+        # A full batch means more work is probably waiting: claim as soon as a slot frees.
+        if self._last_poll_full:
+            self._wake.set()
+
+    def _count_stale(self, _job: ClaimedJob) -> None:
+        self.stats.stale_outcomes += 1
+
+    # -- heartbeat -----------------------------------------------------------------------
+
+    def _heartbeat_lost(self) -> bool:
+        """True once heartbeats have failed for longer than the orphan grace: other nodes
+        may already be recovering this node's jobs, so it must stop claiming."""
+        silent = time.monotonic() - self._last_heartbeat_ok
+        return silent > self.options.orphan_grace_seconds
+
+    def _heartbeat_loop(self) -> None:
+        interval = self.options.heartbeat_interval_seconds
+        delay = interval
+        while not self._stop_heartbeat.wait(delay):
+            try:
+                self.store.heartbeat(self.node_id)
+                self._last_heartbeat_ok = time.monotonic()
+                delay = interval
+            except Exception as exc:
+                # Retry sooner than the interval, with jitter, never past the grace.
+                delay = min(max(delay / 2, 0.05), self.options.orphan_grace_seconds / 4)
+                delay *= random.uniform(0.9, 1.1)
+                log.warning("Heartbeat of node %s failed: %s", self.node_id, redact(str(exc)))
+
+    # -- maintenance ---------------------------------------------------------------------
+
+    def _maintenance_loop(self) -> None:
+        interval = self.options.orphan_scan_interval_minutes * 60.0
+        # Desynchronise nodes started together.
+        while not self._stop_timers.wait(interval * random.uniform(0.5, 1.0)):
+            try:
+                self.scan_orphans()
+            except Exception as exc:
+                self._store_error("scan for orphaned jobs", exc, interval)
+
+    def scan_orphans(self) -> OrphanRecovery | None:
+        """One orphan scan under the cluster-wide lock; ``None`` when another node holds it."""
+        interval = self.options.orphan_scan_interval_minutes * 60.0
+        if not self.store.try_lock(ORPHAN_SCAN_LOCK, max(interval, 1.0) * 2, self.node_id):
+            return None
+        try:
+            grace = self.options.orphan_grace_seconds
+            recovery = self.store.recover_orphans(
+                grace_seconds=grace,
+                max_crash_redeliveries=self.options.max_crash_redeliveries,
+                limit=ORPHAN_SCAN_LIMIT,
+            )
+            self._fail_exhausted(recovery)
+            self.store.close_stale_executions(
+                grace_seconds=grace, message=STALE_EXECUTION_MESSAGE, limit=ORPHAN_SCAN_LIMIT
+            )
+            stale = self.store.list_stale_nodes(grace)
+            if stale:
+                self.store.remove_nodes([node.node_id for node in stale])
+            if recovery.reset:
+                log.warning("Orphan recovery returned %d job(s) to the queue.", recovery.reset)
+                self.app._wake_local()
+            return recovery
+        finally:
+            self.store.release_lock(ORPHAN_SCAN_LOCK, self.node_id)
+
+    def _fail_exhausted(self, recovery: OrphanRecovery) -> None:
+        for job_id, claim_seq in recovery.exhausted:
+            job = self.store.get_job(job_id)
+            count = job.crash_count if job is not None else self.options.max_crash_redeliveries
+            if self.store.fail_job(job_id, claim_seq, error=CRASH_LIMIT_MESSAGE.format(count=count)):
+                log.error("Job %s crashed its node %d times; moved to the dead-letter queue.",
+                          job_id, count)
+        if recovery.reset:
+            self.app._wake_local()
+
+    # -- errors --------------------------------------------------------------------------
+
+    def _store_error(self, action: str, exc: Exception, delay: float) -> None:
+        self.stats.store_errors += 1
+        self._error_streak += 1
+        message = redact(f"{type(exc).__name__}: {exc}")
+        # One line per streak (then every 20th), never a stack trace storm.
+        if self._error_streak == 1 or self._error_streak % 20 == 0:
+            log.warning(
+                "Could not %s (%s); retrying in %.3g s (failure %d in a row).",
+                action, message, delay, self._error_streak,
+            )
+        log.debug("Store failure detail", exc_info=exc)
+
+    def _recovered_from_error(self) -> None:
+        if self._error_streak:
+            log.info("The store is reachable again after %d failure(s).", self._error_streak)
+            self._error_streak = 0
+
+
+def run_until_idle(app: Ratchet, *, timeout: float | None, concurrency: int | None) -> int:
+    """Run every due job, including retries that come due meanwhile, then return.
+
+    Returns how many jobs were claimed. Raises TimeoutError after ``timeout`` seconds;
+    jobs still running then are released back to PENDING.
+    """
+    worker = Worker(app, concurrency=concurrency)
+    worker.start(poll=False)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            finished_before = worker.executor.completed
+            claimed = worker.claim_once()
+            if not claimed and not worker.executor.in_flight():
+                if worker.executor.completed == finished_before:
+                    return worker.stats.claimed
+                continue  # something finished meanwhile and may have scheduled a retry
+            if deadline is not None and time.monotonic() > deadline:
+                running = len(worker.executor.in_flight())
+                worker.stop(timeout=0)
+                raise TimeoutError(
+                    f"run_until_idle did not finish within {timeout:g} s; {running} job(s) "
+                    "were still running and were released to run again."
+                )
+            if not claimed:
+                worker.executor.wait_for_change(0.05)
+    finally:
+        worker.stop()

@@ -1,0 +1,30 @@
+"""Operator-facing messages that stores and the engine write into execution records.
+
+They are part of the contract (the conformance kit and operators grep for them), so they
+live in one place.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CRASH_LIMIT_MESSAGE",
+    "DRAIN_RELEASED_MESSAGE",
+    "ORPHAN_RECOVERED_MESSAGE",
+    "STALE_EXECUTION_MESSAGE",
+]
+
+ORPHAN_RECOVERED_MESSAGE = (
+    "The node running this attempt stopped before it finished; orphan recovery took the job back."
+)
+STALE_EXECUTION_MESSAGE = (
+    "This attempt never recorded its outcome before its job moved on, so a cleanup scan "
+    "closed it; the outcome is unknown."
+)
+DRAIN_RELEASED_MESSAGE = (
+    "The node running this attempt shut down before it finished; the job was released to "
+    "run again."
+)
+CRASH_LIMIT_MESSAGE = (
+    "Crash redelivery limit reached: the nodes running this job stopped {count} times "
+    "before it finished, so it was moved to the dead-letter queue."
+)

@@ -1,0 +1,218 @@
+"""Value types shared by the public API, the engine and the store specs.
+
+All of them are frozen: a :class:`Job` is a snapshot of a row, not a handle to it.
+Times are timezone-aware UTC ``datetime`` values.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "TERMINAL_STATUSES",
+    "BackoffPolicy",
+    "ClaimedJob",
+    "Execution",
+    "ExecutionStatus",
+    "Job",
+    "JobPriority",
+    "JobStatus",
+    "NewJob",
+    "NodeInfo",
+    "OrphanRecovery",
+]
+
+
+class JobStatus(str, enum.Enum):
+    """Where a job is in its life. The string values are what stores persist."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ACTIVE_STATUSES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
+"""Statuses that hold a business key. Later waiting states join this set."""
+
+TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELED})
+
+
+class JobPriority(enum.IntEnum):
+    """Claim priority. The integer values are persisted: never reorder them."""
+
+    LOWEST = 0
+    LOW = 1
+    NORMAL = 2
+    HIGH = 3
+    CRITICAL = 4
+
+
+class BackoffPolicy(str, enum.Enum):
+    """How long a failed job waits before its next attempt, when the RetryPolicy defers."""
+
+    NONE = "NONE"
+    FIXED = "FIXED"
+    EXPONENTIAL = "EXPONENTIAL"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class ExecutionStatus(str, enum.Enum):
+    """Outcome of one attempt (one claim) of a job."""
+
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewJob:
+    """Everything a store needs to insert one job; built and validated by the engine.
+
+    ``args_json`` and ``kwargs_json`` are already-encoded JSON text, so stores never see
+    Python objects. ``scheduled_at`` of ``None`` means "due now by the database clock";
+    ``delay_seconds`` is added to the database clock at insert when ``scheduled_at`` is
+    ``None``.
+    """
+
+    id: str
+    name: str
+    target: str
+    args_json: str
+    kwargs_json: str
+    priority: int = JobPriority.NORMAL
+    max_retries: int = 3
+    backoff: BackoffPolicy = BackoffPolicy.EXPONENTIAL
+    backoff_ms: int = 1000
+    timeout_seconds: float | None = None
+    business_key: str | None = None
+    idempotency_key: str | None = None
+    tags: tuple[str, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+    scheduled_at: datetime | None = None
+    delay_seconds: float = 0.0
+    recurring_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Job:
+    """A snapshot of one job as the store last recorded it.
+
+    ``attempts`` counts finished attempts (successful or not); a crash redelivery adds to
+    ``crash_count`` instead. ``result`` is the decoded JSON result, ``result_type`` the
+    qualified name of the Python type the job returned.
+    """
+
+    id: str
+    name: str
+    target: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    status: JobStatus
+    priority: int
+    attempts: int
+    max_retries: int
+    backoff: BackoffPolicy
+    backoff_ms: int
+    timeout_seconds: float | None
+    crash_count: int
+    claim_seq: int
+    owner: str | None
+    result: Any
+    result_type: str | None
+    last_error: str | None
+    business_key: str | None
+    idempotency_key: str | None
+    tags: tuple[str, ...]
+    params: dict[str, Any]
+    recurring_id: str | None
+    scheduled_at: datetime
+    created_at: datetime
+    claimed_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def priority_name(self) -> str:
+        """The priority's enum name when it is one of the five levels."""
+        try:
+            return JobPriority(self.priority).name
+        except ValueError:
+            return str(self.priority)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClaimedJob:
+    """What a claim hands to a worker: enough to run the job and fence its outcome.
+
+    ``claim_seq`` is the fencing token: every outcome write must present it. ``attempt`` is
+    the 1-based number of the attempt this claim starts (``attempts + 1``).
+    """
+
+    id: str
+    name: str
+    target: str
+    args_json: str
+    kwargs_json: str
+    priority: int
+    attempt: int
+    max_retries: int
+    backoff: BackoffPolicy
+    backoff_ms: int
+    timeout_seconds: float | None
+    crash_count: int
+    claim_seq: int
+    params: dict[str, Any]
+    business_key: str | None
+    idempotency_key: str | None
+    recurring_id: str | None
+    scheduled_at: datetime
+    claimed_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Execution:
+    """One attempt of a job: opened by the claim, closed by the outcome write."""
+
+    job_id: str
+    claim_seq: int
+    attempt: int
+    node_id: str | None
+    status: ExecutionStatus
+    message: str | None
+    started_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeInfo:
+    """A registered node and its last heartbeat, both on the database clock."""
+
+    node_id: str
+    started_at: datetime
+    heartbeat_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OrphanRecovery:
+    """Result of an orphan scan: jobs returned to PENDING, and those past the crash limit.
+
+    ``exhausted`` holds ``(job_id, claim_seq)`` pairs the engine must fail, fenced by that
+    ``claim_seq``, through the normal completion path.
+    """
+
+    reset: int
+    exhausted: tuple[tuple[str, int], ...] = ()

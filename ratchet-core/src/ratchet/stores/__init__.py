@@ -1,0 +1,1 @@
+"""Built-in stores. They register through entry points exactly as third-party stores do."""

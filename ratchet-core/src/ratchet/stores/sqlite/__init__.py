@@ -1,0 +1,1 @@
+"""The embedded SQLite store (``sqlite:///path``) and its in-memory twin (``memory://``)."""
