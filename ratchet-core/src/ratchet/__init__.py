@@ -1,14 +1,14 @@
 """Ratchet: a persistent, clustered job scheduler.
 
-    from ratchet import Ratchet
+from ratchet import Ratchet
 
-    app = Ratchet("sqlite:///ratchet.db")
+app = Ratchet("sqlite:///ratchet.db")
 
-    @app.job(max_retries=3)
-    def send_receipt(order_id: int) -> None: ...
+@app.job(max_retries=3)
+def send_receipt(order_id: int) -> None: ...
 
-    send_receipt.enqueue(42)
-    app.run_worker()
+send_receipt.enqueue(42)
+app.run_worker()
 """
 
 from __future__ import annotations

@@ -62,6 +62,8 @@ class Ratchet:
     JobStore instance; ``None`` reads ``RATCHET_STORE_URL``, then falls back to
     ``sqlite:///ratchet.db`` in the working directory. Keyword ``options`` are the fields
     of :class:`~ratchet.RatchetOptions` and win over ``RATCHET_*`` variables.
+    ``coordinator`` is a ClusterCoordinator instance or a coordinator name (``"none"``
+    turns push wakeups off).
     """
 
     def __init__(
@@ -70,11 +72,14 @@ class Ratchet:
         *,
         retry_policy: RetryPolicy | None = None,
         class_policy: ClassPolicy | None = None,
-        coordinator: ClusterCoordinator | None = None,
+        coordinator: ClusterCoordinator | str | None = None,
         node_identity: NodeIdentityProvider | None = None,
         plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
+        if isinstance(coordinator, str):  # a coordinator name, like RATCHET_COORDINATOR
+            options["coordinator"] = coordinator
+            coordinator = None
         self.options = RatchetOptions.from_env(**options)
         self.plugins = plugins or PluginRegistry.load(
             disabled=",".join(self.options.disabled_plugins) or None
@@ -85,9 +90,7 @@ class Ratchet:
             url = store or self.options.store_url or DEFAULT_STORE_URL
             self.store = self.plugins.create_store(url)
         else:
-            raise TypeError(
-                f"store must be a URL string or a JobStore instance, got {store!r}."
-            )
+            raise TypeError(f"store must be a URL string or a JobStore instance, got {store!r}.")
         self.node_identity = node_identity or DefaultNodeIdentityProvider(self.options.node_id)
         self.node_id = self.node_identity.get_node_id()
         self.retry_policy = retry_policy or DefaultRetryPolicy()
@@ -202,9 +205,7 @@ class Ratchet:
         for definition in self.registry.values():
             if definition.func is func:
                 return definition
-        raise UnknownJobError(
-            f"{func!r} is not a registered job; decorate it with @app.job first."
-        )
+        raise UnknownJobError(f"{func!r} is not a registered job; decorate it with @app.job first.")
 
     # -- enqueueing ----------------------------------------------------------------------
 
@@ -321,7 +322,9 @@ class Ratchet:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def run_until_idle(self, *, timeout: float | None = 60.0, concurrency: int | None = None) -> int:
+    def run_until_idle(
+        self, *, timeout: float | None = 60.0, concurrency: int | None = None
+    ) -> int:
         """Run every due job (and retries that come due meanwhile), then return how many
         were claimed. Raises TimeoutError past ``timeout`` seconds."""
         from ratchet._engine.worker import run_until_idle
@@ -348,4 +351,3 @@ class Ratchet:
 
     def __repr__(self) -> str:
         return f"<Ratchet store={self.store.describe()} node={self.node_id!r} pid={os.getpid()}>"
-

@@ -21,7 +21,11 @@ def encode_json(value: Any) -> str:
 
 def type_name(value: Any) -> str:
     kind = type(value)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
 
 
 def _check(value: Any, where: str, job_name: str) -> None:
@@ -60,7 +64,11 @@ def encode_arguments(
         _check(value, f"Param {key!r}", job_name)
     args_json = encode_json(list(args))
     kwargs_json = encode_json(dict(kwargs))
-    size = len(args_json.encode()) + len(kwargs_json.encode()) + len(encode_json(dict(params)).encode())
+    size = (
+        len(args_json.encode())
+        + len(kwargs_json.encode())
+        + len(encode_json(dict(params)).encode())
+    )
     if size > max_bytes:
         raise PayloadTooLargeError(
             f"The arguments of job {job_name!r} encode to {size} bytes, over the limit of "

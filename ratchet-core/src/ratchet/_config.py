@@ -8,6 +8,7 @@ names the variable, the value and what is accepted.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -93,9 +94,7 @@ class RatchetOptions:
     )
 
     @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, **overrides: Any
-    ) -> RatchetOptions:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> RatchetOptions:
         """Defaults, then ``RATCHET_*`` variables, then ``overrides``; all validated."""
         env = os.environ if environ is None else environ
         known = {f.name: f for f in dataclasses.fields(cls)}
@@ -153,7 +152,7 @@ def _parse(spec: dataclasses.Field[Any], raw: Any, *, source: str) -> Any:
             f"{source} is {raw!r}, which is not {expected}. Set it to {expected} "
             f">= {minimum:g}, for example {spec.default!r}."
         ) from None
-    if value != value or value < minimum:  # NaN fails the first test
+    if math.isnan(value) or value < minimum:
         raise ConfigurationError(
             f"{source} is {raw!r}; it must be >= {minimum:g} (default {spec.default!r})."
         )

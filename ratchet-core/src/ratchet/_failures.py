@@ -11,7 +11,7 @@ E = TypeVar("E", bound=type[BaseException])
 _MARK = "__ratchet_do_not_retry__"
 
 
-class DoNotRetry(Exception):  # noqa: N818  (public name fixed by the API)
+class DoNotRetry(Exception):
     """Raise this (or a subclass) from a job to fail it at once, without retries."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -171,7 +172,7 @@ class JobBuilder:
             total += delay.total_seconds()
         elif delay is not None:
             total += float(delay)
-        if total < 0 or total != total:
+        if math.isnan(total) or total < 0:
             raise ValueError(f"Delay {total!r} s is negative; use a delay >= 0.")
         self.delay_seconds = total
         self.scheduled_at = None
@@ -209,10 +210,10 @@ class JobBuilder:
     def tags(self, *tags: str) -> JobBuilder:
         """Add tags; they are stripped and lower-cased, blanks dropped."""
         cleaned = list(self.tags_value)
-        for tag in tags:
-            if not isinstance(tag, str):
-                raise ValueError(f"Tag {tag!r} is not a string.")
-            tag = tag.strip().lower()
+        for raw in tags:
+            if not isinstance(raw, str):
+                raise ValueError(f"Tag {raw!r} is not a string.")
+            tag = raw.strip().lower()
             if tag and tag not in cleaned:
                 cleaned.append(_key(tag, "Tag"))
         self.tags_value = tuple(cleaned)

@@ -21,8 +21,7 @@ STALE_EXECUTION_MESSAGE = (
     "closed it; the outcome is unknown."
 )
 DRAIN_RELEASED_MESSAGE = (
-    "The node running this attempt shut down before it finished; the job was released to "
-    "run again."
+    "The node running this attempt shut down before it finished; the job was released to run again."
 )
 CRASH_LIMIT_MESSAGE = (
     "Crash redelivery limit reached: the nodes running this job stopped {count} times "

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-class JobStatus(str, enum.Enum):
+class JobStatus(enum.StrEnum):
     """Where a job is in its life. The string values are what stores persist."""
 
     PENDING = "PENDING"
@@ -35,9 +35,6 @@ class JobStatus(str, enum.Enum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 ACTIVE_STATUSES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
@@ -56,26 +53,20 @@ class JobPriority(enum.IntEnum):
     CRITICAL = 4
 
 
-class BackoffPolicy(str, enum.Enum):
+class BackoffPolicy(enum.StrEnum):
     """How long a failed job waits before its next attempt, when the RetryPolicy defers."""
 
     NONE = "NONE"
     FIXED = "FIXED"
     EXPONENTIAL = "EXPONENTIAL"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class ExecutionStatus(str, enum.Enum):
+class ExecutionStatus(enum.StrEnum):
     """Outcome of one attempt (one claim) of a job."""
 
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import threading
 import traceback
 from collections.abc import Callable, Mapping
@@ -21,22 +20,17 @@ from ratchet._codec import encode_result
 from ratchet._failures import is_do_not_retry
 from ratchet._imports import resolve_reference
 from ratchet._jobs import JobDefinition, JobFunction
+from ratchet._redact import redact
 from ratchet._retry import backoff_seconds
 from ratchet._types import ClaimedJob
 from ratchet.errors import TargetNotAllowedError
 from ratchet.spi import ClassPolicy, JobStore, RetryPolicy
 
-__all__ = ["JobRunner", "Outcome", "redact", "resolve_target"]
+__all__ = ["JobRunner", "Outcome", "resolve_target"]
 
 log = logging.getLogger("ratchet.worker")
 
 MAX_ERROR_CHARS = 16_000
-_URL_SECRET = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@")
-
-
-def redact(text: str) -> str:
-    """Hide passwords in URLs (``scheme://user:secret@host`` → ``…user:***@host``)."""
-    return _URL_SECRET.sub(r"\g<head>***@", text)
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -221,8 +215,12 @@ class JobRunner:
             job.id, job.claim_seq, result_json=result_json, result_type=result_type
         )
         if not recorded:
-            self._stale(job, succeeded=True, message="The job succeeded, but its claim was no "
-                        "longer current, so the result was discarded.")
+            self._stale(
+                job,
+                succeeded=True,
+                message="The job succeeded, but its claim was no "
+                "longer current, so the result was discarded.",
+            )
             return Outcome(job.id, "stale", False)
         return Outcome(job.id, "succeeded", True)
 
@@ -235,13 +233,20 @@ class JobRunner:
             )
             log.info(
                 "Job %s (%s) attempt %d failed with %s; retrying in %.3g s.",
-                job.id, job.name, job.attempt, type(exc).__name__, delay,
+                job.id,
+                job.name,
+                job.attempt,
+                type(exc).__name__,
+                delay,
             )
         else:
             recorded = self.store.fail_job(job.id, job.claim_seq, error=error)
             log.warning(
                 "Job %s (%s) failed on attempt %d and moved to the dead-letter queue: %s",
-                job.id, job.name, job.attempt, redact(f"{type(exc).__name__}: {exc}"),
+                job.id,
+                job.name,
+                job.attempt,
+                redact(f"{type(exc).__name__}: {exc}"),
             )
         if not recorded:
             self._stale(job, succeeded=False, message=error)
@@ -273,7 +278,9 @@ class JobRunner:
         log.warning(
             "Job %s (%s): the claim %d is no longer current (the job was recovered or "
             "released), so this worker's outcome was not recorded.",
-            job.id, job.name, job.claim_seq,
+            job.id,
+            job.name,
+            job.claim_seq,
         )
         try:
             self.store.record_late_outcome(

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.polling import AdaptivePolling
-from ratchet._engine.runner import JobRunner, redact
+from ratchet._engine.runner import JobRunner
 from ratchet._messages import (
     CRASH_LIMIT_MESSAGE,
     DRAIN_RELEASED_MESSAGE,
     STALE_EXECUTION_MESSAGE,
 )
+from ratchet._redact import redact
 from ratchet._types import ClaimedJob, OrphanRecovery
 
 if TYPE_CHECKING:
@@ -272,9 +273,14 @@ class Worker:
         for job_id, claim_seq in recovery.exhausted:
             job = self.store.get_job(job_id)
             count = job.crash_count if job is not None else self.options.max_crash_redeliveries
-            if self.store.fail_job(job_id, claim_seq, error=CRASH_LIMIT_MESSAGE.format(count=count)):
-                log.error("Job %s crashed its node %d times; moved to the dead-letter queue.",
-                          job_id, count)
+            if self.store.fail_job(
+                job_id, claim_seq, error=CRASH_LIMIT_MESSAGE.format(count=count)
+            ):
+                log.error(
+                    "Job %s crashed its node %d times; moved to the dead-letter queue.",
+                    job_id,
+                    count,
+                )
         if recovery.reset:
             self.app._wake_local()
 
@@ -288,7 +294,10 @@ class Worker:
         if self._error_streak == 1 or self._error_streak % 20 == 0:
             log.warning(
                 "Could not %s (%s); retrying in %.3g s (failure %d in a row).",
-                action, message, delay, self._error_streak,
+                action,
+                message,
+                delay,
+                self._error_streak,
             )
         log.debug("Store failure detail", exc_info=exc)
 

@@ -15,7 +15,11 @@ __all__ = ["CoordinatorPlugin", "JobStorePlugin"]
 class JobStorePlugin:
     """A store implementation answering for some URL schemes.
 
-    ``factory`` names a callable ``(url: str, **options) -> JobStore``.
+    ``factory`` names a callable ``(url: str, **options) -> JobStore``; it must accept
+    ``auto_migrate: bool`` (default ``True``: create or migrate the schema on open) and
+    ignore options it does not know. ``schema``, when
+    set, names a callable ``() -> str`` returning the store's DDL without connecting
+    (``ratchet schema show NAME``).
     """
 
     name: str
@@ -23,6 +27,7 @@ class JobStorePlugin:
     factory: str
     package: str
     description: str = ""
+    schema: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

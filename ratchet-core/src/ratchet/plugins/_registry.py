@@ -32,16 +32,24 @@ ENTRY_POINT_GROUP = "ratchet"
 _KNOWN_PACKAGES = {
     "postgresql": "ratchet-store-postgresql",
     "postgresql+psycopg": "ratchet-store-postgresql",
-    "postgres": "ratchet-store-postgresql",
     "mysql": "ratchet-store-mysql",
     "mysql+pymysql": "ratchet-store-mysql",
-    "mariadb": "ratchet-store-mysql",
     "mongodb": "ratchet-store-mongodb",
     "mongodb+srv": "ratchet-store-mongodb",
     "pg": "ratchet-coordinator-pg",
     "jms": "ratchet-coordinator-jms",
     "hazelcast": "ratchet-coordinator-hazelcast",
     "redis": "ratchet-coordinator-redis",
+}
+
+# Common spellings that are not schemes Ratchet uses.
+_SCHEME_ALIASES = {
+    "postgres": "postgresql",
+    "pgsql": "postgresql",
+    "mariadb": "mysql",
+    "mongo": "mongodb",
+    "sqlite3": "sqlite",
+    "mem": "memory",
 }
 
 
@@ -144,11 +152,15 @@ class PluginRegistry:
             return schemes[scheme]
         installed = ", ".join(repr(s) for s in sorted(schemes)) or "none"
         message = f"No job store is registered for URL scheme {scheme!r}. Installed: {installed}."
-        close = difflib.get_close_matches(scheme, [*schemes, *_KNOWN_PACKAGES], n=1, cutoff=0.6)
-        if close:
-            message += f" Did you mean {close[0]!r}?"
-        package = _KNOWN_PACKAGES.get(scheme) or (close and _KNOWN_PACKAGES.get(close[0]))
-        if package:
+        suggestion = _SCHEME_ALIASES.get(scheme)
+        if suggestion is None:
+            others = [s for s in (*schemes, *_KNOWN_PACKAGES) if s != scheme]
+            close = difflib.get_close_matches(scheme, others, n=1, cutoff=0.6)
+            suggestion = close[0] if close else None
+        if suggestion is not None:
+            message += f" Did you mean {suggestion!r}?"
+        package = _KNOWN_PACKAGES.get(suggestion or scheme) or _KNOWN_PACKAGES.get(scheme)
+        if package and (suggestion or scheme) not in schemes:
             message += f" (pip install {package})"
         disabled = [p.name for p in self.plugins if p.state == "disabled"]
         if disabled:

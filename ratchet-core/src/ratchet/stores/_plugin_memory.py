@@ -13,6 +13,7 @@ def ratchet_job_stores() -> list[JobStorePlugin]:
             url_schemes=("memory",),
             factory="ratchet.stores.sqlite.store:SQLiteJobStore.from_memory_url",
             package="ratchet-core",
+            schema="ratchet.stores.sqlite.store:schema_sql",
             description="In-memory, one process, nothing persisted; for tests.",
         )
     ]

@@ -13,6 +13,7 @@ def ratchet_job_stores() -> list[JobStorePlugin]:
             url_schemes=("sqlite",),
             factory="ratchet.stores.sqlite.store:SQLiteJobStore.from_url",
             package="ratchet-core",
-            description="Embedded SQLite file; persistent; safe for several processes on one machine.",
+            schema="ratchet.stores.sqlite.store:schema_sql",
+            description="Embedded SQLite file: persistent, safe for several processes on one host.",
         )
     ]

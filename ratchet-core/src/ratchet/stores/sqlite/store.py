@@ -43,7 +43,7 @@ from ratchet.errors import (
 from ratchet.spi import JobStore
 from ratchet.stores.sqlite import _statements as sql
 
-__all__ = ["SQLiteJobStore"]
+__all__ = ["SQLiteJobStore", "schema_sql"]
 
 _SCHEMA_LEDGER = """
 CREATE TABLE IF NOT EXISTS ratchet_schema_version (
@@ -77,12 +77,19 @@ def _migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+def schema_sql() -> str:
+    """Every migration of the embedded store's schema, in order, as plain SQL."""
+    return "\n".join(f"-- {name}\n{text}" for _, name, text in _migrations())
+
+
 class SQLiteJobStore(JobStore):
     """JobStore on SQLite. ``path=None`` keeps everything in memory (``memory://``)."""
 
     name = "sqlite"
 
-    def __init__(self, path: str | None, *, busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | None, *, busy_timeout: float = 30.0, auto_migrate: bool = True
+    ) -> None:
         self.path = path
         self._lock = threading.RLock()
         self._closed = False
@@ -97,10 +104,12 @@ class SQLiteJobStore(JobStore):
         self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         if path is None:
             self.name = "memory"
-        self.apply_schema()
+            auto_migrate = True  # a fresh in-memory database is useless without its tables
+        if auto_migrate:
+            self.apply_schema()
 
     @classmethod
-    def from_url(cls, url: str, **_options: Any) -> SQLiteJobStore:
+    def from_url(cls, url: str, *, auto_migrate: bool = True, **_options: Any) -> SQLiteJobStore:
         """``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite:///:memory:``."""
         parts = urlsplit(url)
         if parts.scheme != "sqlite":
@@ -116,7 +125,7 @@ class SQLiteJobStore(JobStore):
             raise InvalidStoreURLError(
                 f"Store URL {url!r} has no file path; write sqlite:///ratchet.db."
             )
-        return cls(None if path == ":memory:" else path)
+        return cls(None if path == ":memory:" else path, auto_migrate=auto_migrate)
 
     @classmethod
     def from_memory_url(cls, url: str, **_options: Any) -> SQLiteJobStore:
@@ -169,7 +178,7 @@ class SQLiteJobStore(JobStore):
     # -- schema --------------------------------------------------------------------------
 
     def schema_sql(self) -> str:
-        return "\n".join(text for _, _, text in _migrations())
+        return schema_sql()
 
     def apply_schema(self) -> list[str]:
         applied: list[str] = []
@@ -240,7 +249,9 @@ class SQLiteJobStore(JobStore):
             )
         except sqlite3.IntegrityError as exc:
             if job.business_key is not None and "business_key" in str(exc):
-                holder = conn.execute(sql.SELECT_ACTIVE_BUSINESS_KEY, (job.business_key,)).fetchone()
+                holder = conn.execute(
+                    sql.SELECT_ACTIVE_BUSINESS_KEY, (job.business_key,)
+                ).fetchone()
                 holder_id = holder[0] if holder else None
                 raise BusinessKeyConflictError(
                     f"Business key {job.business_key!r} is held by active job {holder_id!r}; "

@@ -1,0 +1,144 @@
+"""Plain-text tables and reports for the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from ratchet._types import Execution, Job, JobStatus, NodeInfo
+from ratchet.plugins import PluginRegistry, store_scheme
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def when(moment: datetime | None) -> str:
+    return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def first_line(text: str | None, limit: int = 60) -> str:
+    if not text:
+        return ""
+    line = text.strip().splitlines()[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def jobs_table(jobs: Sequence[Job]) -> str:
+    if not jobs:
+        return "(no jobs)"
+    rows = [
+        (
+            job.id,
+            job.name,
+            job.status.value,
+            job.priority_name,
+            f"{job.attempts}/{job.max_retries + 1}",
+            when(job.scheduled_at),
+            _outcome(job),
+        )
+        for job in jobs
+    ]
+    return table(("ID", "JOB", "STATUS", "PRIORITY", "TRIES", "SCHEDULED", "RESULT / ERROR"), rows)
+
+
+def _outcome(job: Job) -> str:
+    if job.status is JobStatus.FAILED or (job.result is None and job.last_error):
+        return first_line(job.last_error)
+    return "" if job.result is None else first_line(repr(job.result))
+
+
+def job_details(job: Job, executions: Sequence[Execution]) -> str:
+    fields = [
+        ("id", job.id),
+        ("job", job.name),
+        ("target", job.target),
+        ("status", job.status.value),
+        ("priority", job.priority_name),
+        ("attempts", f"{job.attempts} of at most {job.max_retries + 1}"),
+        ("crash count", str(job.crash_count)),
+        ("backoff", f"{job.backoff.value} {job.backoff_ms} ms"),
+        ("arguments", f"{list(job.args)!r} {job.kwargs!r}"),
+        ("business key", job.business_key or ""),
+        ("idempotency key", job.idempotency_key or ""),
+        ("tags", ", ".join(job.tags)),
+        ("params", repr(job.params) if job.params else ""),
+        ("scheduled", when(job.scheduled_at)),
+        ("created", when(job.created_at)),
+        ("started", when(job.started_at)),
+        ("finished", when(job.finished_at)),
+        ("result", "" if job.result is None else f"{job.result!r} ({job.result_type})"),
+    ]
+    width = max(len(name) for name, _ in fields)
+    lines = [f"{name.rjust(width)}: {value}" for name, value in fields if value]
+    if job.last_error:
+        lines += ["", "last error:", job.last_error.rstrip()]
+    if executions:
+        lines += ["", "attempts:"]
+        rows = [
+            (
+                str(e.attempt),
+                str(e.claim_seq),
+                e.status.value,
+                e.node_id or "",
+                when(e.started_at),
+                when(e.finished_at),
+                first_line(e.message),
+            )
+            for e in executions
+        ]
+        lines.append(
+            table(("#", "CLAIM", "OUTCOME", "NODE", "STARTED", "FINISHED", "MESSAGE"), rows)
+        )
+    return "\n".join(lines)
+
+
+def nodes_table(nodes: Sequence[NodeInfo], now: datetime) -> str:
+    if not nodes:
+        return "(no nodes registered)"
+    rows = [
+        (
+            node.node_id,
+            when(node.started_at),
+            when(node.heartbeat_at),
+            f"{(now - node.heartbeat_at).total_seconds():.1f} s ago",
+        )
+        for node in nodes
+    ]
+    return table(("NODE", "STARTED", "LAST HEARTBEAT", "AGE"), rows)
+
+
+def plugins_report(registry: PluginRegistry, store_url: str, coordinator_line: str) -> str:
+    lines = ["Plugins found (entry-point group 'ratchet'):"]
+    rows = []
+    for plugin in registry.plugins:
+        provides = [
+            f"store {s.name} ({', '.join(x + '://' for x in s.url_schemes)})" for s in plugin.stores
+        ]
+        provides += [f"coordinator {c.name}" for c in plugin.coordinators]
+        rows.append(
+            (plugin.name, plugin.distribution, plugin.state, "; ".join(provides) or plugin.detail)
+        )
+    lines.append(table(("ENTRY POINT", "DISTRIBUTION", "STATE", "PROVIDES"), rows))
+    lines.append("")
+    try:
+        scheme = store_scheme(store_url)
+        chosen = registry.store_plugins().get(scheme)
+        if chosen is not None:
+            lines.append(
+                f"Active store: {chosen.name}, because the store URL scheme is {scheme!r}."
+            )
+        else:
+            lines.append(f"Active store: none installed for scheme {scheme!r}.")
+    except ValueError as exc:
+        lines.append(f"Active store: {exc}")
+    lines.append(coordinator_line)
+    return "\n".join(lines)
