@@ -102,7 +102,9 @@ class NewJob:
 class Job:
     """A snapshot of one job as the store last recorded it.
 
-    ``attempts`` counts finished attempts (successful or not); a crash redelivery adds to
+    ``args`` and ``kwargs`` are empty when the stored JSON cannot be decoded (running such a
+    job fails it with the decoding error). ``attempts`` counts finished attempts
+    (successful or not); a crash redelivery adds to
     ``crash_count`` instead. ``result`` is the decoded JSON result, ``result_type`` the
     qualified name of the Python type the job returned.
     """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,47 @@ __all__ = ["JobExecutor"]
 log = logging.getLogger("ratchet.worker")
 
 
+class _DaemonThreadPool:
+    """A fixed pool of daemon threads.
+
+    Unlike ``ThreadPoolExecutor``, whose threads the interpreter joins at exit, a job
+    still running after a drain timeout cannot keep the process alive: its claim was
+    already released, so letting the process exit is the interruption.
+    """
+
+    def __init__(self, size: int, prefix: str) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{prefix}-{n}", daemon=True)
+            for n in range(size)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put((future, fn, args))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        """Let idle threads exit; busy ones exit after their current job."""
+        for _ in self._threads:
+            self._queue.put(None)
+
+
 class JobExecutor:
     """Runs at most ``concurrency`` jobs at once and tracks which claims are in flight."""
 
@@ -26,9 +68,7 @@ class JobExecutor:
         self.runner = runner
         self.concurrency = concurrency
         self._on_done = on_done
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=concurrency, thread_name_prefix="ratchet-job"
-        )
+        self._pool = _DaemonThreadPool(concurrency, "ratchet-job")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._changed = threading.Condition()
@@ -104,6 +144,6 @@ class JobExecutor:
 
     def shutdown(self) -> None:
         """Stop accepting work; threads still running a job finish in the background."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)

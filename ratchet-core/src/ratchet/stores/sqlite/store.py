@@ -460,8 +460,8 @@ class SQLiteJobStore(JobStore):
             id=row[0],
             name=row[1],
             target=row[2],
-            args=tuple(json.loads(row[3])),
-            kwargs=json.loads(row[4]),
+            args=tuple(_lenient_json(row[3], [])),
+            kwargs=dict(_lenient_json(row[4], {})),
             status=JobStatus(row[5]),
             priority=row[6],
             attempts=row[7],
@@ -712,6 +712,16 @@ class SQLiteJobStore(JobStore):
                 conn.execute(sql.DELETE_TAGS, {"id": job_id})
                 conn.execute(sql.DELETE_JOB, {"id": job_id})
             return len(ids)
+
+
+def _lenient_json(text: str, fallback: Any) -> Any:
+    """Decode stored JSON for reading; unreadable arguments must not break listings
+    (running such a job fails it with the decoding error instead)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return fallback
+    return value if isinstance(value, type(fallback)) else fallback
 
 
 def _check_ttl(ttl_seconds: float) -> None:

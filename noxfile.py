@@ -1,0 +1,56 @@
+"""Sessions: ``lint``, ``typecheck``, and one ``tests-<package>`` per package.
+
+Run through ``scripts/test`` (or ``uv run nox -s NAME``): sessions use the uv workspace
+environment that ``uv sync --all-packages`` built, so they do not create virtualenvs.
+Backend and conformance-kit sessions join this file as their packages land.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "none"
+nox.options.error_on_missing_interpreters = True
+
+ROOT = Path(__file__).parent
+JUNIT = ROOT / "artifacts" / "junit"
+
+# Package folder -> the name used in session names and reports.
+PACKAGES = {
+    "ratchet-core": "ratchet-core",
+}
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check over every package."""
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """Strict mypy over first-party code."""
+    session.run("mypy")
+
+
+def _pytest(session: nox.Session, name: str, *paths: str) -> None:
+    JUNIT.mkdir(parents=True, exist_ok=True)
+    session.run(
+        "pytest",
+        *paths,
+        f"--junitxml={JUNIT / (name + '.xml')}",
+        "-o",
+        f"junit_suite_name={name}",
+        *session.posargs,
+    )
+
+
+for _folder, _name in PACKAGES.items():
+
+    @nox.session(name=f"tests-{_name}")
+    def _tests(session: nox.Session, folder: str = _folder, name: str = _name) -> None:
+        """Unit tests of one package (no servers needed)."""
+        _pytest(session, name, f"{folder}/tests")

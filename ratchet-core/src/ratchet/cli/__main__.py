@@ -1,0 +1,7 @@
+"""``python -m ratchet.cli``: the same as the ``ratchet`` command."""
+
+import sys
+
+from ratchet.cli import main
+
+sys.exit(main())

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ratchet import Ratchet
+
+FAST = {
+    "poll_burst_seconds": 0.02,
+    "poll_idle_max_seconds": 0.2,
+    "heartbeat_interval_seconds": 0.2,
+    "coordinator": "none",
+}
+
+
+@pytest.fixture
+def app() -> Iterator[Ratchet]:
+    """An application on a private in-memory store with sub-second timers."""
+    application = Ratchet("memory://", **FAST)
+    yield application
+    application.close()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ratchet.db'}"
+
+
+@pytest.fixture
+def sqlite_app(sqlite_url: str) -> Iterator[Ratchet]:
+    application = Ratchet(sqlite_url, **FAST)
+    yield application
+    application.close()
+
+
+class Recorder:
+    """Thread-safe list of what jobs did, in order: an independent record for tests."""
+
+    def __init__(self) -> None:
+        self.events: list[object] = []
+        self._lock = threading.Lock()
+
+    def add(self, event: object) -> None:
+        with self._lock:
+            self.events.append(event)
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()

@@ -1,0 +1,216 @@
+"""The ``ratchet`` command, in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ratchet import JobStatus, Ratchet
+from ratchet.cli import main
+
+
+def write_app(tmp_path: Path, module: str, store_url: str, body: str = "") -> str:
+    (tmp_path / f"{module}.py").write_text(
+        textwrap.dedent(f"""
+        from ratchet import Ratchet, BackoffPolicy
+        app = Ratchet({store_url!r}, poll_burst_seconds=0.02, poll_idle_max_seconds=0.2,
+                      coordinator="none")
+
+        @app.job(name="add")
+        def add(a, b):
+            return a + b
+
+        @app.job(name="fail", max_retries=0)
+        def fail():
+            raise RuntimeError("always")
+        """)
+        + textwrap.dedent(body)
+    )
+    return f"{module}:app"
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sqlite_url: str) -> str:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RATCHET_STORE_URL", sqlite_url)
+    return sqlite_url
+
+
+def test_enqueue_list_show_retry_cancel(
+    cli_env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app_ref = write_app(tmp_path, "cli_app_one", cli_env)
+    assert (
+        main(["enqueue", app_ref, "add", "--args", "[2, 3]", "--priority", "high", "--tag", "Math"])
+        == 0
+    )
+    added = capsys.readouterr().out.strip()
+    assert main(["enqueue", app_ref, "fail"]) == 0
+    failed = capsys.readouterr().out.strip()
+    assert main(["enqueue", app_ref, "add", "--kwargs", '{"a": 1, "b": 1}', "--delay", "3600"]) == 0
+    delayed = capsys.readouterr().out.strip()
+
+    app = Ratchet(cli_env, coordinator="none")
+    app.job(name="add")(lambda a, b: a + b)
+    app.job(name="fail", max_retries=0)(lambda: 1 / 0)
+    app.run_until_idle(timeout=30)
+
+    assert main(["jobs", "list", "--tag", "math"]) == 0
+    out = capsys.readouterr().out
+    assert added in out and "SUCCEEDED" in out and "HIGH" in out and failed not in out
+    assert main(["jobs", "show", added]) == 0
+    assert "result: 5 (int)" in capsys.readouterr().out
+    assert main(["dlq", "list"]) == 0
+    assert failed in capsys.readouterr().out
+    assert main(["jobs", "cancel", added]) == 1
+    assert "only PENDING jobs can be canceled" in capsys.readouterr().err
+    assert main(["jobs", "cancel", delayed]) == 0
+    assert main(["dlq", "retry", failed]) == 0
+    assert app.get_job(failed).status is JobStatus.PENDING  # type: ignore[union-attr]
+    assert main(["jobs", "show", "nope"]) == 2
+    assert "No job has id 'nope'" in capsys.readouterr().err
+
+
+def test_dlq_retry_all_and_purge(cli_env: str, capsys: pytest.CaptureFixture[str]) -> None:
+    app = Ratchet(cli_env, coordinator="none")
+    fail = app.job(name="fail", max_retries=0)(lambda: 1 / 0)
+    for _ in range(3):
+        fail.enqueue()
+    app.run_until_idle(timeout=30)
+    assert main(["dlq", "retry", "--all"]) == 0
+    assert "3 dead-lettered job(s) are PENDING again." in capsys.readouterr().out
+    app.run_until_idle(timeout=30)
+    assert main(["dlq", "purge", "--older-than-days", "0"]) == 0
+    assert "Purged 3" in capsys.readouterr().out
+    assert app.list_jobs() == []
+
+
+def test_enqueue_unknown_job_and_bad_json(
+    cli_env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app_ref = write_app(tmp_path, "cli_app_two", cli_env)
+    assert main(["enqueue", app_ref, "substract"]) == 2
+    assert (
+        "Job 'substract' is not registered by 'cli_app_two:app'. Registered jobs: add, fail."
+        in capsys.readouterr().err
+    )
+    assert main(["enqueue", app_ref, "add", "--args", "[1,"]) == 2
+    assert "--args '[1,' is not valid JSON" in capsys.readouterr().err
+    assert main(["enqueue", app_ref, "add", "--args", '{"a": 1}']) == 2
+    assert "must be a JSON list" in capsys.readouterr().err
+
+
+def test_worker_with_an_app_that_does_not_import(
+    cli_env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken_app.py").write_text("import not_a_real_dependency\n")
+    assert main(["worker", "broken_app:app"]) == 2
+    err = capsys.readouterr().err
+    assert "APP 'broken_app:app' does not import" in err and "not_a_real_dependency" in err
+    assert main(["worker", "no_colon"]) == 2
+    assert "must be 'module:attribute'" in capsys.readouterr().err
+    write_app(tmp_path, "cli_app_three", cli_env)
+    assert main(["worker", "cli_app_three:add"]) == 2
+    assert "not a ratchet.Ratchet application" in capsys.readouterr().err
+
+
+def test_plugins_nodes_and_schema(cli_env: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "memory       ratchet-core  loaded  store memory (memory://)" in out
+    assert "sqlite       ratchet-core  loaded  store sqlite (sqlite://)" in out
+    assert "Active store: sqlite" in out
+    Ratchet(cli_env, node_id="node-x", coordinator="none").worker().start(poll=False).stop()
+    assert main(["nodes"]) == 0
+    assert "node-x" in capsys.readouterr().out
+    assert main(["schema", "show", "sqlite"]) == 0
+    assert "CREATE TABLE ratchet_job" in capsys.readouterr().out
+    assert main(["schema", "show", "postgresql"]) == 2
+    assert "pip install ratchet-store-postgresql" in capsys.readouterr().err
+
+
+def test_schema_apply_creates_then_reports_up_to_date(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    assert main(["schema", "apply", url]) == 0
+    assert "Applied: 0001_initial.sql" in capsys.readouterr().out
+    assert main(["schema", "apply", url]) == 0
+    assert "is up to date" in capsys.readouterr().out
+
+
+def run_cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ratchet.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_demo_runs_to_completion(tmp_path: Path) -> None:
+    result = run_cli("demo", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Demo finished: every job ended as expected." in result.stdout
+    for story in (
+        "succeeds at once",
+        "fails twice, then succeeds",
+        "exhausts its retries",
+        "delayed by 2 s",
+    ):
+        assert story in result.stdout
+
+
+def test_worker_process_drains_on_sigterm(tmp_path: Path, sqlite_url: str) -> None:
+    """A real `ratchet worker` runs jobs, then SIGTERM releases a long job without charge."""
+    write_app(
+        tmp_path,
+        "sig_app",
+        sqlite_url,
+        body="""
+        import time
+        @app.job(name="slow")
+        def slow():
+            time.sleep(30)
+        """,
+    )
+    env = {**os.environ, "RATCHET_SHUTDOWN_TIMEOUT_SECONDS": "0.5", "PYTHONPATH": str(tmp_path)}
+    app = Ratchet(sqlite_url, coordinator="none")
+    add = app.job(name="add")(lambda a, b: a + b)
+    slow = app.job(name="slow")(lambda: None)
+    quick_id, slow_id = add.enqueue(1, 2), slow.enqueue()
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "ratchet.cli", "worker", "sig_app:app"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while app.get_job(slow_id).status is not JobStatus.RUNNING:  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "worker never claimed the slow job"
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=30)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, output
+    assert app.get_job(quick_id).result == 3  # type: ignore[union-attr]
+    slow_job = app.get_job(slow_id)
+    assert slow_job is not None
+    assert (slow_job.status, slow_job.attempts, slow_job.crash_count) == (JobStatus.PENDING, 0, 0)
+    assert "released 1 claim" in output

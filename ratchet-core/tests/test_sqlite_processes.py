@@ -1,0 +1,63 @@
+"""The embedded store is safe for several worker processes on one machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ratchet import JobStatus, Ratchet
+
+WORKER_SCRIPT = textwrap.dedent("""
+    import os, sys
+    from ratchet import Ratchet
+
+    store_url, record = sys.argv[1], sys.argv[2]
+    app = Ratchet(store_url, coordinator="none", claim_batch_size=5)
+
+    @app.job(name="record")
+    def record_run(n):
+        # An independent record: one appended line per execution, never Ratchet's own data.
+        fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, f"{n} {os.getpid()}\\n".encode())
+        finally:
+            os.close(fd)
+
+    app.run_until_idle(timeout=120, concurrency=4)
+""")
+
+
+@pytest.mark.slow
+def test_three_processes_run_every_job_exactly_once(tmp_path: Path, sqlite_url: str) -> None:
+    jobs = 300
+    app = Ratchet(sqlite_url, coordinator="none")
+    record_job = app.job(name="record")(lambda n: None)
+    ids = app.enqueue_many(record_job, [(n,) for n in range(jobs)])
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER_SCRIPT)
+    record = tmp_path / "record.txt"
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(script), sqlite_url, str(record)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=180)[0] for p in processes]
+    assert [p.returncode for p in processes] == [0, 0, 0], outputs
+    lines = record.read_text().split()
+    runs = Counter(int(n) for n in lines[0::2])
+    pids = set(lines[1::2])
+    assert sorted(runs) == list(range(jobs)), "some jobs never ran"
+    assert max(runs.values()) == 1, f"jobs ran twice: {[n for n, c in runs.items() if c > 1]}"
+    assert all(app.get_job(i).status is JobStatus.SUCCEEDED for i in ids)  # type: ignore[union-attr]
+    assert len(pids) >= 2, "the processes did not actually share the work"
+    assert os.path.exists(sqlite_url.removeprefix("sqlite:///") + "-wal")
