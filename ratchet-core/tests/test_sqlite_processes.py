@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -14,10 +15,10 @@ import pytest
 from ratchet import JobStatus, Ratchet
 
 WORKER_SCRIPT = textwrap.dedent("""
-    import os, sys
+    import os, sys, time
     from ratchet import Ratchet
 
-    store_url, record = sys.argv[1], sys.argv[2]
+    store_url, record, go = sys.argv[1], sys.argv[2], sys.argv[3]
     app = Ratchet(store_url, coordinator="none", claim_batch_size=5)
 
     @app.job(name="record")
@@ -28,7 +29,10 @@ WORKER_SCRIPT = textwrap.dedent("""
             os.write(fd, f"{n} {os.getpid()}\\n".encode())
         finally:
             os.close(fd)
+        time.sleep(0.002)
 
+    while not os.path.exists(go):  # start together, so the processes really compete
+        time.sleep(0.01)
     app.run_until_idle(timeout=120, concurrency=4)
 """)
 
@@ -41,16 +45,18 @@ def test_three_processes_run_every_job_exactly_once(tmp_path: Path, sqlite_url: 
     ids = app.enqueue_many(record_job, [(n,) for n in range(jobs)])
     script = tmp_path / "worker.py"
     script.write_text(WORKER_SCRIPT)
-    record = tmp_path / "record.txt"
+    record, go = tmp_path / "record.txt", tmp_path / "go"
     processes = [
         subprocess.Popen(
-            [sys.executable, str(script), sqlite_url, str(record)],
+            [sys.executable, str(script), sqlite_url, str(record), str(go)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
         for _ in range(3)
     ]
+    time.sleep(0.5)
+    go.touch()
     outputs = [p.communicate(timeout=180)[0] for p in processes]
     assert [p.returncode for p in processes] == [0, 0, 0], outputs
     lines = record.read_text().split()

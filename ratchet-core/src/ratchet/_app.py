@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
@@ -305,8 +306,13 @@ class Ratchet:
 
         return Worker(self, concurrency=concurrency)
 
-    def run_worker(self, *, concurrency: int | None = None) -> None:
-        """Run a worker until SIGINT or SIGTERM, then drain in order and return."""
+    def run_worker(
+        self, *, concurrency: int | None = None, progress_seconds: float | None = None
+    ) -> None:
+        """Run a worker until SIGINT or SIGTERM, then drain in order and return.
+
+        With ``progress_seconds``, log a progress line that often when anything changed.
+        """
         stop = threading.Event()
 
         def on_signal(signum: int, _frame: object) -> None:
@@ -315,9 +321,15 @@ class Ratchet:
 
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            with self.worker(concurrency=concurrency):
-                while not stop.wait(1.0):
-                    pass
+            with self.worker(concurrency=concurrency) as worker:
+                last_report, last_line = time.monotonic(), ""
+                while not stop.wait(0.5):
+                    if progress_seconds and time.monotonic() - last_report >= progress_seconds:
+                        last_report, line = time.monotonic(), worker.summary()
+                        if line != last_line:
+                            log.info("Progress: %s.", line)
+                            last_line = line
+                log.info("Draining: %s.", worker.summary())
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

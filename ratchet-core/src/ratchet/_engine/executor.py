@@ -63,7 +63,7 @@ class JobExecutor:
     """Runs at most ``concurrency`` jobs at once and tracks which claims are in flight."""
 
     def __init__(
-        self, runner: JobRunner, concurrency: int, on_done: Callable[[], None] | None = None
+        self, runner: JobRunner, concurrency: int, on_done: Callable[[Any], None] | None = None
     ) -> None:
         self.runner = runner
         self.concurrency = concurrency
@@ -103,16 +103,19 @@ class JobExecutor:
         future.add_done_callback(lambda f: self._finished(key, f))
 
     def _finished(self, key: tuple[str, int], future: concurrent.futures.Future[Any]) -> None:
+        outcome = None
         if not future.cancelled() and future.exception() is not None:
             # The runner records every job failure itself; this is a bug or a store outage
             # while recording. The claim stays RUNNING and orphan recovery takes it back.
             log.error("Recording the outcome of job %s failed: %s", key[0], future.exception())
+        elif not future.cancelled():
+            outcome = future.result()
         with self._changed:
             self._in_flight.pop(key, None)
             self.completed += 1
             self._changed.notify_all()
         if self._on_done is not None:
-            self._on_done()
+            self._on_done(outcome)
 
     def wait_until_idle(self, timeout: float | None) -> bool:
         """Block until nothing runs, or ``timeout`` seconds pass; True when idle."""

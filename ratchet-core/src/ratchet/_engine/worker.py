@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.polling import AdaptivePolling
-from ratchet._engine.runner import JobRunner
+from ratchet._engine.runner import JobRunner, Outcome
 from ratchet._messages import (
     CRASH_LIMIT_MESSAGE,
     DRAIN_RELEASED_MESSAGE,
@@ -43,6 +43,9 @@ class WorkerStats:
     """Counters for one worker's life; read them for progress and in tests."""
 
     claimed: int = 0
+    succeeded: int = 0
+    retried: int = 0
+    failed: int = 0
     stale_outcomes: int = 0
     store_errors: int = 0
     released_at_shutdown: int = 0
@@ -202,7 +205,18 @@ class Worker:
                 self._wake.wait(delay)
             self._wake.clear()
 
-    def _slot_freed(self) -> None:
+    def summary(self) -> str:
+        """One progress line: what this worker has done so far."""
+        stats = self.stats
+        return (
+            f"claimed {stats.claimed}, succeeded {stats.succeeded}, retried {stats.retried}, "
+            f"dead-lettered {stats.failed}, running {len(self.executor.in_flight())}"
+            + (f", store errors {stats.store_errors}" if stats.store_errors else "")
+        )
+
+    def _slot_freed(self, outcome: Outcome | None) -> None:
+        if outcome is not None and outcome.kind in ("succeeded", "retried", "failed"):
+            setattr(self.stats, outcome.kind, getattr(self.stats, outcome.kind) + 1)
         # A full batch means more work is probably waiting: claim as soon as a slot frees.
         if self._last_poll_full:
             self._wake.set()

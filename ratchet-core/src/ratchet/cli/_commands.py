@@ -63,7 +63,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         f"{len(app.registry)} registered job(s). Ctrl-C drains and stops.",
         file=sys.stderr,
     )
-    app.run_worker(concurrency=args.concurrency)
+    app.run_worker(concurrency=args.concurrency, progress_seconds=10.0)
     return 0
 
 

@@ -22,7 +22,7 @@ from ratchet._types import (
     NodeInfo,
     OrphanRecovery,
 )
-from ratchet.spi._capabilities import SupportsSchema
+from ratchet.spi._capabilities import SupportsSchema, SupportsTestReset
 from ratchet.spi._runtime import (
     ClassPolicy,
     ClusterCoordinator,
@@ -79,5 +79,6 @@ __all__ = [
     "StartupCoordinator",
     "StoreStartupCoordinator",
     "SupportsSchema",
+    "SupportsTestReset",
     "WakeupHint",
 ]

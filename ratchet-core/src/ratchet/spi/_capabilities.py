@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["SupportsSchema"]
+__all__ = ["SupportsSchema", "SupportsTestReset"]
 
 
 @runtime_checkable
@@ -17,4 +17,16 @@ class SupportsSchema(Protocol):
 
     def apply_schema(self) -> list[str]:
         """Apply every pending migration; returns the names of those applied (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class SupportsTestReset(Protocol):
+    """A store that can empty its backend for a test run (``ratchet-tck certify``).
+
+    Never call this outside tests: it deletes every job, key, node and lock.
+    """
+
+    def reset_for_tests(self) -> None:
+        """Delete every row Ratchet stores, leaving the schema in place."""
         ...

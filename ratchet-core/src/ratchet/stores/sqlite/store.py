@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
 from ratchet._messages import ORPHAN_RECOVERED_MESSAGE
@@ -77,6 +77,63 @@ def _migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+_DATA_TABLES = (
+    "ratchet_job",
+    "ratchet_job_tag",
+    "ratchet_idempotency_key",
+    "ratchet_execution",
+    "ratchet_node",
+    "ratchet_lock",
+    "ratchet_recurring_fire",
+    "ratchet_job_archive",
+)
+
+
+class _Database:
+    """One SQLite connection and the lock that serialises its use, shared by the store
+    instances that opened it."""
+
+    _shared: ClassVar[dict[str, _Database]] = {}
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, path: str | None, busy_timeout: float, name: str | None = None) -> None:
+        self.name = name
+        self.lock = threading.RLock()
+        self.users = 1
+        self.conn = sqlite3.connect(
+            ":memory:" if path is None else path,
+            timeout=busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        if path is not None:
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            # FULL: a committed job survives a power cut, not only a process crash.
+            self.conn.execute("PRAGMA synchronous = FULL")
+        self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+
+    @classmethod
+    def shared_memory(cls, name: str | None, busy_timeout: float) -> _Database:
+        if name is None:
+            return cls(None, busy_timeout)
+        with cls._shared_lock:
+            database = cls._shared.get(name)
+            if database is None:
+                database = cls._shared[name] = cls(None, busy_timeout, name)
+            else:
+                database.users += 1
+            return database
+
+    def release(self) -> None:
+        with self._shared_lock:
+            self.users -= 1
+            if self.users > 0:
+                return
+            if self.name is not None:
+                self._shared.pop(self.name, None)
+        self.conn.close()
+
+
 def schema_sql() -> str:
     """Every migration of the embedded store's schema, in order, as plain SQL."""
     return "\n".join(f"-- {name}\n{text}" for _, name, text in _migrations())
@@ -88,23 +145,24 @@ class SQLiteJobStore(JobStore):
     name = "sqlite"
 
     def __init__(
-        self, path: str | None, *, busy_timeout: float = 30.0, auto_migrate: bool = True
+        self,
+        path: str | None,
+        *,
+        memory_name: str | None = None,
+        busy_timeout: float = 30.0,
+        auto_migrate: bool = True,
     ) -> None:
         self.path = path
-        self._lock = threading.RLock()
+        self.memory_name = memory_name
         self._closed = False
-        target = ":memory:" if path is None else path
-        self._conn = sqlite3.connect(
-            target, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-        )
-        if path is not None:
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            # FULL: a committed job survives a power cut, not only a process crash.
-            self._conn.execute("PRAGMA synchronous = FULL")
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         if path is None:
             self.name = "memory"
+            self._db = _Database.shared_memory(memory_name, busy_timeout)
             auto_migrate = True  # a fresh in-memory database is useless without its tables
+        else:
+            self._db = _Database(path, busy_timeout)
+        self._lock = self._db.lock
+        self._conn = self._db.conn
         if auto_migrate:
             self.apply_schema()
 
@@ -129,13 +187,21 @@ class SQLiteJobStore(JobStore):
 
     @classmethod
     def from_memory_url(cls, url: str, **_options: Any) -> SQLiteJobStore:
-        """``memory://``: a private in-memory database for this store instance."""
-        if urlsplit(url).scheme != "memory":
+        """``memory://``: a private in-memory database for this store instance.
+
+        ``memory://NAME``: one in-memory database shared by every store opened with that
+        name in this process while any of them is open (several "nodes" in one process).
+        """
+        parts = urlsplit(url)
+        if parts.scheme != "memory":
             raise InvalidStoreURLError(f"{url!r} is not a memory:// URL.")
-        return cls(None)
+        name = (parts.netloc + parts.path).strip("/") or None
+        return cls(None, memory_name=name)
 
     def describe(self) -> str:
-        return "memory://" if self.path is None else f"sqlite:///{self.path}"
+        if self.path is None:
+            return f"memory://{self.memory_name or ''}"
+        return f"sqlite:///{self.path}"
 
     # -- connection handling -------------------------------------------------------------
 
@@ -173,7 +239,13 @@ class SQLiteJobStore(JobStore):
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._conn.close()
+                self._db.release()
+
+    def reset_for_tests(self) -> None:
+        """Delete every row of every Ratchet table (conformance kit and test suites only)."""
+        with self._write() as (conn, _now):
+            for table in _DATA_TABLES:
+                conn.execute(f"DELETE FROM {table}")
 
     # -- schema --------------------------------------------------------------------------
 
