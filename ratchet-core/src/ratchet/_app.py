@@ -15,7 +15,7 @@ from ratchet._codec import encode_arguments
 from ratchet._config import RatchetOptions
 from ratchet._jobs import JobBuilder, JobDefinition, JobFunction, make_definition
 from ratchet._types import BackoffPolicy, Execution, Job, JobPriority, JobStatus, NewJob
-from ratchet._uuid import uuid7
+from ratchet._uuid import new_job_id
 from ratchet.errors import RatchetError, UnknownJobError
 from ratchet.plugins import PluginRegistry
 from ratchet.spi import (
@@ -249,7 +249,7 @@ class Ratchet:
             max_bytes=self.options.max_payload_bytes,
         )
         return NewJob(
-            id=str(uuid7()),
+            id=new_job_id(),
             name=definition.name,
             target=definition.target,
             args_json=args_json,

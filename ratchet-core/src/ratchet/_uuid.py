@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 
-__all__ = ["uuid7"]
+__all__ = ["new_job_id", "uuid7"]
 
 _lock = threading.Lock()
 _last = [0, 0]  # last millisecond, last 12-bit counter
@@ -34,3 +34,8 @@ def uuid7() -> uuid.UUID:
     value |= 0b10 << 62
     value |= random_bits
     return uuid.UUID(int=value)
+
+
+def new_job_id() -> str:
+    """A new job id: a UUIDv7 string, so ids sort by creation time."""
+    return str(uuid7())

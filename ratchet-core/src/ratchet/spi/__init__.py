@@ -8,6 +8,12 @@ guarantee.
 
 from __future__ import annotations
 
+from ratchet._messages import (
+    CRASH_LIMIT_MESSAGE,
+    DRAIN_RELEASED_MESSAGE,
+    ORPHAN_RECOVERED_MESSAGE,
+    STALE_EXECUTION_MESSAGE,
+)
 from ratchet._types import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
@@ -21,6 +27,14 @@ from ratchet._types import (
     NewJob,
     NodeInfo,
     OrphanRecovery,
+)
+from ratchet._uuid import new_job_id
+from ratchet.spi._broadcast import (
+    ENVELOPE_VERSION,
+    BroadcastClusterCoordinator,
+    CoordinatorMetrics,
+    decode_envelope,
+    encode_envelope,
 )
 from ratchet.spi._capabilities import SupportsSchema, SupportsTestReset
 from ratchet.spi._runtime import (
@@ -49,12 +63,19 @@ from ratchet.spi._store import (
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "CRASH_LIMIT_MESSAGE",
+    "DRAIN_RELEASED_MESSAGE",
+    "ENVELOPE_VERSION",
+    "ORPHAN_RECOVERED_MESSAGE",
+    "STALE_EXECUTION_MESSAGE",
     "TERMINAL_STATUSES",
     "ArchiveStore",
     "BackoffPolicy",
+    "BroadcastClusterCoordinator",
     "ClaimedJob",
     "ClassPolicy",
     "ClusterCoordinator",
+    "CoordinatorMetrics",
     "DefaultNodeIdentityProvider",
     "DefaultRetryPolicy",
     "Execution",
@@ -81,4 +102,7 @@ __all__ = [
     "SupportsSchema",
     "SupportsTestReset",
     "WakeupHint",
+    "decode_envelope",
+    "encode_envelope",
+    "new_job_id",
 ]

@@ -341,17 +341,8 @@ class SQLiteJobStore(JobStore):
         if limit <= 0:
             return []
         with self._write() as (conn, now):
-            if priority_boost_seconds > 0:
-                rows = conn.execute(
-                    sql.CLAIM_CANDIDATES_WITH_BOOST,
-                    {"now": now, "limit": limit, "boost": priority_boost_seconds},
-                ).fetchall()
-            else:
-                rows = conn.execute(
-                    sql.CLAIM_CANDIDATES_WITHOUT_BOOST, {"now": now, "limit": limit}
-                ).fetchall()
             claimed: list[ClaimedJob] = []
-            for (job_id,) in rows:
+            for job_id in self._candidates(conn, now, limit, priority_boost_seconds):
                 row = conn.execute(
                     sql.CLAIM_JOB, {"id": job_id, "node_id": node_id, "now": now}
                 ).fetchone()
@@ -370,6 +361,20 @@ class SQLiteJobStore(JobStore):
                 )
                 claimed.append(job)
             return claimed
+
+    @staticmethod
+    def _candidates(
+        conn: sqlite3.Connection, now: float, limit: int, boost_seconds: float
+    ) -> list[str]:
+        """Ids of the first ``limit`` due jobs in claim order (inside the write lock)."""
+        if boost_seconds > 0:
+            rows = conn.execute(
+                sql.CLAIM_CANDIDATES_WITH_BOOST,
+                {"now": now, "limit": limit, "boost": boost_seconds},
+            )
+        else:
+            rows = conn.execute(sql.CLAIM_CANDIDATES_WITHOUT_BOOST, {"now": now, "limit": limit})
+        return [job_id for (job_id,) in rows.fetchall()]
 
     @staticmethod
     def _claimed(row: Sequence[Any]) -> ClaimedJob:

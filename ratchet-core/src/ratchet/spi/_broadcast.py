@@ -1,0 +1,190 @@
+"""A base for coordinators built on a publish/subscribe transport.
+
+Subclasses supply the transport (:meth:`BroadcastClusterCoordinator.publish` and
+:meth:`BroadcastClusterCoordinator.close_transport`) and hand every received payload to
+:meth:`BroadcastClusterCoordinator.deliver`. The base provides what every coordinator must
+do the same way: the versioned wire envelope, self-suppression, isolated listeners, a
+bounded buffer for hints that arrive before the first listener, exact counters, and
+notify/close semantics that never raise.
+
+Wire envelope (version 2, JSON text)::
+
+    {"v": 2, "node": "<source node id>", "prio": 0..4, "target": "<execution target>" | null}
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import threading
+from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ratchet.spi._runtime import ClusterCoordinator, WakeupHint
+
+__all__ = [
+    "ENVELOPE_VERSION",
+    "BroadcastClusterCoordinator",
+    "CoordinatorMetrics",
+    "decode_envelope",
+    "encode_envelope",
+]
+
+log = logging.getLogger("ratchet.coordinator")
+
+ENVELOPE_VERSION = 2
+PRE_REGISTRATION_CAPACITY = 256
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CoordinatorMetrics:
+    """Exact counters of one coordinator since it was created."""
+
+    sent: int = 0
+    received: int = 0
+    ignored_self: int = 0
+    listener_failures: int = 0
+    transport_failures: int = 0
+    pre_registration_dropped: int = 0
+
+
+class EnvelopeError(ValueError):
+    """A payload that is not a wakeup envelope this version understands."""
+
+
+def encode_envelope(priority: int, source: str, execution_target: str | None) -> str:
+    return json.dumps(
+        {"v": ENVELOPE_VERSION, "node": source, "prio": int(priority), "target": execution_target},
+        separators=(",", ":"),
+    )
+
+
+def decode_envelope(payload: str | bytes) -> WakeupHint:
+    """Parse a payload; raises EnvelopeError for anything but a valid version-2 envelope."""
+    try:
+        data: Any = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EnvelopeError(f"wakeup payload is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise EnvelopeError(f"wakeup payload {data!r} is not a JSON object")
+    if data.get("v") != ENVELOPE_VERSION:
+        raise EnvelopeError(
+            f"wakeup envelope version {data.get('v')!r} is not supported "
+            f"(this node speaks version {ENVELOPE_VERSION}); upgrade the older nodes"
+        )
+    node, prio, target = data.get("node"), data.get("prio"), data.get("target")
+    if not isinstance(node, str) or isinstance(prio, bool) or not isinstance(prio, int):
+        raise EnvelopeError(f"wakeup envelope {data!r} lacks a node id or a priority")
+    if target is not None and not isinstance(target, str):
+        raise EnvelopeError(f"wakeup envelope target {target!r} is not a string")
+    return WakeupHint(priority=prio, source_node=node, execution_target=target)
+
+
+class BroadcastClusterCoordinator(ClusterCoordinator):
+    """Envelope, self-suppression, listeners, buffering and counters over any transport."""
+
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[WakeupHint], None]] = []
+        self._early: collections.deque[WakeupHint] = collections.deque()
+        self._closed = False
+        self._counts = dict.fromkeys(CoordinatorMetrics.__dataclass_fields__, 0)
+
+    # -- transport, supplied by subclasses -----------------------------------------------
+
+    @abstractmethod
+    def publish(self, payload: str) -> None:
+        """Send one envelope to every node (including, possibly, this one). May raise."""
+
+    @abstractmethod
+    def close_transport(self) -> None:
+        """Release the transport. Called once, by :meth:`close`."""
+
+    # -- the contract --------------------------------------------------------------------
+
+    def notify_new_work(
+        self, priority: int, source: str, execution_target: str | None = None
+    ) -> None:
+        if self._closed:
+            return
+        try:
+            self.publish(encode_envelope(priority, source, execution_target))
+        except Exception as exc:
+            failures = self._count("transport_failures")
+            if failures == 1 or failures % 100 == 0:
+                log.warning(
+                    "Could not publish a wakeup (%s: %s); nodes fall back to polling. (failure %d)",
+                    type(exc).__name__,
+                    exc,
+                    failures,
+                )
+            return
+        self._count("sent")
+
+    def register_wakeup_listener(self, listener: Callable[[WakeupHint], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+            early, self._early = list(self._early), collections.deque()
+        for hint in early:
+            self._call(listener, hint)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self.close_transport()
+        except Exception as exc:
+            log.warning("Closing the coordinator transport failed: %s", exc)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def metrics(self) -> CoordinatorMetrics:
+        with self._lock:
+            return CoordinatorMetrics(**self._counts)
+
+    # -- receiving -----------------------------------------------------------------------
+
+    def deliver(self, payload: str | bytes) -> None:
+        """Hand one received payload to the listeners. Never raises."""
+        if self._closed:
+            return
+        try:
+            hint = decode_envelope(payload)
+        except EnvelopeError as exc:
+            self._count("transport_failures")
+            log.error("Rejected a wakeup message: %s.", exc)
+            return
+        if hint.source_node == self.node_id:
+            self._count("ignored_self")
+            return
+        with self._lock:
+            self._counts["received"] += 1
+            listeners = list(self._listeners)
+            if not listeners:
+                if len(self._early) >= PRE_REGISTRATION_CAPACITY:
+                    self._early.popleft()
+                    self._counts["pre_registration_dropped"] += 1
+                self._early.append(hint)
+                return
+        for listener in listeners:
+            self._call(listener, hint)
+
+    def _call(self, listener: Callable[[WakeupHint], None], hint: WakeupHint) -> None:
+        try:
+            listener(hint)
+        except Exception:
+            self._count("listener_failures")
+            log.exception("A wakeup listener raised; the other listeners still run.")
+
+    def _count(self, name: str) -> int:
+        with self._lock:
+            self._counts[name] += 1
+            return self._counts[name]

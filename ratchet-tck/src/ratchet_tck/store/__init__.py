@@ -1,0 +1,47 @@
+"""The JobStore conformance suite: subclass :class:`JobStoreSuite` and supply fixtures.
+
+::
+
+    import pytest
+    from ratchet_tck import Capabilities, JobStoreSuite
+
+    class TestMyStore(JobStoreSuite):
+        capabilities = Capabilities(separate_processes=True)
+
+        @pytest.fixture
+        def store_factory(self, my_database):
+            my_database.empty()
+            return lambda: MyJobStore.from_url(my_database.url)
+
+        @pytest.fixture
+        def store_url(self, my_database):
+            return my_database.url
+"""
+
+from __future__ import annotations
+
+from ratchet_tck.store._base import StoreSuiteBase, new_job, run_concurrently
+from ratchet_tck.store.claim import ClaimContracts
+from ratchet_tck.store.cluster import LockContracts, NodeContracts, RecoveryContracts
+from ratchet_tck.store.crud import CrudContracts
+from ratchet_tck.store.keys import BusinessKeyContracts, IdempotencyKeyContracts
+from ratchet_tck.store.outcomes import FencingContracts, OutcomeContracts
+from ratchet_tck.store.retention import ArchiveContracts, RecurringContracts
+
+__all__ = ["JobStoreSuite", "StoreSuiteBase", "new_job", "run_concurrently"]
+
+
+class JobStoreSuite(
+    CrudContracts,
+    ClaimContracts,
+    FencingContracts,
+    NodeContracts,
+    OutcomeContracts,
+    IdempotencyKeyContracts,
+    BusinessKeyContracts,
+    LockContracts,
+    RecoveryContracts,
+    RecurringContracts,
+    ArchiveContracts,
+):
+    """Every store contract, CORE to ADVANCED."""

@@ -1,0 +1,121 @@
+"""ADVANCED: recurring fires exactly once; archive and purge of finished jobs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import partial
+
+from ratchet.spi import JobStatus, JobStore
+from ratchet_tck._contract import Level, contract
+from ratchet_tck.store._base import StoreFactory, StoreSuiteBase, new_job, raised, run_concurrently
+
+FIRE = datetime(2031, 3, 4, 5, 6, tzinfo=UTC)
+
+
+class RecurringContracts(StoreSuiteBase):
+    @contract("recurring", Level.ADVANCED)
+    def test_one_job_per_fire_even_after_it_finished(self, store: JobStore) -> None:
+        """The first enqueue of ``(recurring id, fire time)`` creates the job; a second
+        returns ``False`` and creates nothing, also after the first job finished.
+
+        On failure: the fire record must be permanent and written atomically with the job.
+        """
+        first = new_job(recurring_id="nightly", business_key="nightly")
+        assert store.enqueue_recurring_fire(first, fire_time=FIRE)
+        assert not store.enqueue_recurring_fire(
+            new_job(recurring_id="nightly", business_key="nightly"), fire_time=FIRE
+        )
+        claimed = self.claim(store, first.id)
+        store.complete_job(first.id, claimed.claim_seq, result_json=None, result_type=None)
+        late = new_job(recurring_id="nightly", business_key="nightly")
+        assert not store.enqueue_recurring_fire(late, fire_time=FIRE)
+        assert store.get_job(late.id) is None
+        assert self.get(store, first.id).recurring_id == "nightly"
+
+    @contract("recurring", Level.ADVANCED)
+    def test_next_fire_waits_for_the_active_one(self, store: JobStore) -> None:
+        """While the previous fire's job is active its business key blocks the next fire
+        (``False``, nothing recorded); once it finished, the next fire enqueues."""
+        first = new_job(recurring_id="r", business_key="r")
+        assert store.enqueue_recurring_fire(first, fire_time=FIRE)
+        blocked = new_job(recurring_id="r", business_key="r")
+        assert not store.enqueue_recurring_fire(blocked, fire_time=FIRE + timedelta(minutes=1))
+        store.cancel_job(first.id)
+        retry = new_job(recurring_id="r", business_key="r")
+        assert store.enqueue_recurring_fire(retry, fire_time=FIRE + timedelta(minutes=1))
+
+    @contract("recurring", Level.ADVANCED)
+    def test_concurrent_schedulers_create_one_job(self, stores: StoreFactory) -> None:
+        """Eight store instances fire the same instant at once: exactly one job exists."""
+        nodes = [stores() for _ in range(8)]
+        results = run_concurrently(
+            [
+                partial(
+                    s.enqueue_recurring_fire,
+                    new_job(recurring_id="race", business_key="race"),
+                    fire_time=FIRE,
+                )
+                for s in nodes
+            ]
+        )
+        assert raised(results) == []
+        assert results.count(True) == 1
+        assert nodes[0].count_jobs()[JobStatus.PENDING] == 1
+
+    @contract("recurring", Level.ADVANCED)
+    def test_cancel_by_business_key_and_by_tag(self, store: JobStore) -> None:
+        """``cancel_by_business_key`` and ``cancel_by_tag`` cancel PENDING jobs only and
+        count them; running jobs and other tags are untouched."""
+        keyed = self.enqueue(store, business_key="hourly", tags=("reports",))
+        tagged = [self.enqueue(store, tags=("reports",)) for _ in range(2)]
+        running = self.running(store, tags=("reports",))
+        other = self.enqueue(store, tags=("billing",))
+        assert store.cancel_by_business_key("hourly") == 1
+        assert store.cancel_by_business_key("hourly") == 0
+        assert store.cancel_by_tag("reports") == 2
+        for job_id in (keyed, *tagged):
+            assert self.get(store, job_id).status is JobStatus.CANCELED
+        assert self.get(store, running.id).status is JobStatus.RUNNING
+        assert self.get(store, other).status is JobStatus.PENDING
+        assert store.cancel_by_tag("nothing") == 0
+
+
+class ArchiveContracts(StoreSuiteBase):
+    def _finished(self, store: JobStore, status: JobStatus) -> str:
+        job = self.running(store)
+        if status is JobStatus.SUCCEEDED:
+            store.complete_job(job.id, job.claim_seq, result_json=None, result_type=None)
+        else:
+            store.fail_job(job.id, job.claim_seq, error="x")
+        return job.id
+
+    @contract("archive", Level.ADVANCED)
+    def test_archive_moves_old_finished_jobs_in_batches(self, store: JobStore) -> None:
+        """Finished jobs older than the cut-off leave the live table, ``batch_size`` at a
+        time; pending, running and recent jobs stay."""
+        finished = [self._finished(store, JobStatus.SUCCEEDED) for _ in range(3)]
+        finished.append(self._finished(store, JobStatus.FAILED))
+        canceled = self.enqueue(store)
+        store.cancel_job(canceled)
+        pending = self.enqueue(store)
+        running = self.running(store)
+        assert store.archive_finished_jobs(older_than_seconds=3600, batch_size=10) == 0
+        self.sleep_past(0.05)
+        assert store.archive_finished_jobs(older_than_seconds=0, batch_size=3) == 3
+        assert store.archive_finished_jobs(older_than_seconds=0, batch_size=3) == 2
+        assert store.archive_finished_jobs(older_than_seconds=0, batch_size=3) == 0
+        assert all(store.get_job(i) is None for i in [*finished, canceled])
+        assert self.get(store, pending).status is JobStatus.PENDING
+        assert self.get(store, running.id).status is JobStatus.RUNNING
+
+    @contract("archive", Level.ADVANCED)
+    def test_purge_deletes_old_dead_letters_only(self, store: JobStore) -> None:
+        """``purge_failed_jobs`` deletes FAILED jobs finished before the cut-off and nothing
+        else."""
+        dead = self._finished(store, JobStatus.FAILED)
+        ok = self._finished(store, JobStatus.SUCCEEDED)
+        assert store.purge_failed_jobs(older_than_seconds=3600) == 0
+        self.sleep_past(0.05)
+        assert store.purge_failed_jobs(older_than_seconds=0) == 1
+        assert store.get_job(dead) is None
+        assert self.get(store, ok).status is JobStatus.SUCCEEDED

@@ -1,0 +1,104 @@
+"""Deliberately broken stores: each violates one contract, so the kit must catch it.
+
+Each is the embedded store with one guard removed, the way a real bug would look.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ratchet.spi import ClaimedJob
+from ratchet.stores.sqlite import _statements as sql
+from ratchet.stores.sqlite.store import SQLiteJobStore
+
+
+class DoubleClaimStore(SQLiteJobStore):
+    """Reads candidates outside the claiming transaction and updates them without
+    re-checking that they are still PENDING."""
+
+    def claim_due_jobs(
+        self, *, node_id: str, limit: int, priority_boost_seconds: float
+    ) -> list[ClaimedJob]:
+        with self._read() as conn:
+            now = conn.execute(sql.NOW).fetchone()[0]
+            ids = self._candidates(conn, now, limit, priority_boost_seconds)
+        time.sleep(0.005)
+        claimed = []
+        with self._write() as (conn, now):
+            for job_id in ids:
+                row = conn.execute(
+                    sql.CLAIM_JOB.replace("AND status = 'PENDING'", ""),
+                    {"id": job_id, "node_id": node_id, "now": now},
+                ).fetchone()
+                claimed.append(self._claimed(row))
+        return claimed
+
+
+class IgnoresPriorityStore(SQLiteJobStore):
+    """Claims oldest first, whatever the priority."""
+
+    @staticmethod
+    def _candidates(conn: Any, now: float, limit: int, boost_seconds: float) -> list[str]:
+        rows = conn.execute(
+            "SELECT id FROM ratchet_job WHERE status = 'PENDING' AND scheduled_at <= ? "
+            "ORDER BY scheduled_at, id LIMIT ?",
+            (now, limit),
+        )
+        return [job_id for (job_id,) in rows]
+
+
+class UnfencedCompletionStore(SQLiteJobStore):
+    """Completes any RUNNING job, whatever claim the worker presents."""
+
+    def complete_job(
+        self, job_id: str, claim_seq: int, *, result_json: str | None, result_type: str | None
+    ) -> bool:
+        with self._write() as (conn, now):
+            current = conn.execute(
+                "SELECT claim_seq FROM ratchet_job WHERE id = ?", (job_id,)
+            ).fetchone()
+        return super().complete_job(
+            job_id,
+            current[0] if current else claim_seq,
+            result_json=result_json,
+            result_type=result_type,
+        )
+
+
+class LocalClockStore(SQLiteJobStore):
+    """Judges due-ness by this process's clock instead of the database's."""
+
+    @staticmethod
+    def _candidates(conn: Any, now: float, limit: int, boost_seconds: float) -> list[str]:
+        return SQLiteJobStore._candidates(conn, time.time(), limit, boost_seconds)
+
+
+class EarlyBusinessKeyReleaseStore(SQLiteJobStore):
+    """Frees a job's business key as soon as it is claimed."""
+
+    def claim_due_jobs(
+        self, *, node_id: str, limit: int, priority_boost_seconds: float
+    ) -> list[ClaimedJob]:
+        claimed = super().claim_due_jobs(
+            node_id=node_id, limit=limit, priority_boost_seconds=priority_boost_seconds
+        )
+        with self._write() as (conn, _now):
+            for job in claimed:
+                conn.execute("UPDATE ratchet_job SET business_key = NULL WHERE id = ?", (job.id,))
+        return claimed
+
+
+class StealableLockStore(SQLiteJobStore):
+    """Hands a held lock to whoever asks, expired or not."""
+
+    def try_lock(self, name: str, ttl_seconds: float, owner: str) -> bool:
+        if ttl_seconds <= 0:
+            raise ValueError("ttl")
+        with self._write() as (conn, now):
+            conn.execute(
+                "INSERT OR REPLACE INTO ratchet_lock (name, owner, acquired_at, expires_at) "
+                "VALUES (?, ?, ?, ?)",
+                (name, owner, now, now + ttl_seconds),
+            )
+        return True
