@@ -54,7 +54,7 @@ class UnfencedCompletionStore(SQLiteJobStore):
     def complete_job(
         self, job_id: str, claim_seq: int, *, result_json: str | None, result_type: str | None
     ) -> bool:
-        with self._write() as (conn, now):
+        with self._read() as conn:
             current = conn.execute(
                 "SELECT claim_seq FROM ratchet_job WHERE id = ?", (job_id,)
             ).fetchone()
