@@ -20,7 +20,9 @@ JUNIT = ROOT / "artifacts" / "junit"
 # Package folder -> the name used in session names and reports.
 PACKAGES = {
     "ratchet-core": "ratchet-core",
+    "ratchet-tck": "ratchet-tck",
 }
+REPORTS = ROOT / "artifacts" / "tck"
 
 
 @nox.session
@@ -53,4 +55,42 @@ for _folder, _name in PACKAGES.items():
     @nox.session(name=f"tests-{_name}")
     def _tests(session: nox.Session, folder: str = _folder, name: str = _name) -> None:
         """Unit tests of one package (no servers needed)."""
-        _pytest(session, name, f"{folder}/tests")
+        REPORTS.mkdir(parents=True, exist_ok=True)
+        _pytest(
+            session,
+            name,
+            f"{folder}/tests",
+            f"--ratchet-tck-report={REPORTS / f'{name}-tests.md'}",
+        )
+
+
+def _certify(session: nox.Session, name: str, *target: str) -> None:
+    """``ratchet-tck certify`` exactly as a store author runs it; the report is kept."""
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    JUNIT.mkdir(parents=True, exist_ok=True)
+    session.run(
+        "ratchet-tck",
+        "certify",
+        *target,
+        "--report",
+        str(REPORTS / f"{name}.md"),
+        "--",
+        f"--junitxml={JUNIT / (name + '.xml')}",
+        "-o",
+        f"junit_suite_name={name}",
+    )
+
+
+@nox.session(name="certify-memory")
+def certify_memory(session: nox.Session) -> None:
+    """Certify the built-in memory:// store."""
+    _certify(session, "certify-memory", "--store", "memory://")
+
+
+@nox.session(name="certify-sqlite")
+def certify_sqlite(session: nox.Session) -> None:
+    """Certify the built-in SQLite store on a fresh file."""
+    database = ROOT / "artifacts" / "certify-sqlite.db"
+    for leftover in database.parent.glob(database.name + "*"):
+        leftover.unlink()
+    _certify(session, "certify-sqlite", "--store", f"sqlite:///{database}")

@@ -7,6 +7,18 @@ Subclass a suite, supply its fixture, run pytest: the plugin writes
 from __future__ import annotations
 
 from ratchet_tck._contract import Capabilities, Level, contract
+from ratchet_tck.coordinator import ClusterCoordinatorSuite, CoordinatorHarness, RecordingListener
+from ratchet_tck.policies import NodeIdentityProviderSuite, RetryPolicySuite
 from ratchet_tck.store import JobStoreSuite
 
-__all__ = ["Capabilities", "JobStoreSuite", "Level", "contract"]
+__all__ = [
+    "Capabilities",
+    "ClusterCoordinatorSuite",
+    "CoordinatorHarness",
+    "JobStoreSuite",
+    "Level",
+    "NodeIdentityProviderSuite",
+    "RecordingListener",
+    "RetryPolicySuite",
+    "contract",
+]

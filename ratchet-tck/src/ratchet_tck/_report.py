@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from ratchet_tck._contract import ContractInfo, Level
 
-__all__ = ["ContractRow", "SuiteReport", "render"]
+__all__ = ["ContractRow", "SuiteReport", "is_compatible", "render"]
 
 # Row results, in order of severity for aggregation.
 PASS, NA, SKIPPED, NOT_RUN, MISSING, XFAIL, DEVIATION, FAIL = (
@@ -141,3 +141,8 @@ def render(suites: list[SuiteReport]) -> str:
                 f"{'yes' if row.info.required else 'no'} | {row.result} | {detail} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def is_compatible(report_text: str) -> bool:
+    """Whether a rendered report declares every suite in it compatible."""
+    return "Compatible** at level" in report_text and "**Not compatible**" not in report_text

@@ -39,7 +39,9 @@ class CoordinatorPlugin:
     ``(options: RatchetOptions, store: JobStore) -> str | None`` that returns ``None``
     when the coordinator can serve this store and configuration, else the reason it cannot.
     Among several available coordinators the lowest ``rank`` wins unless
-    ``RATCHET_COORDINATOR`` names one.
+    ``RATCHET_COORDINATOR`` names one. ``tck_harness`` optionally names a
+    ``ratchet_tck.CoordinatorHarness`` subclass (with a ``capabilities`` attribute) that
+    ``ratchet-tck certify --coordinator`` uses for full failure testing.
     """
 
     name: str
@@ -48,3 +50,4 @@ class CoordinatorPlugin:
     package: str
     rank: int = 100
     description: str = ""
+    tck_harness: str | None = None
