@@ -26,6 +26,7 @@ from ratchet._types import (
     JobPriority,
     JobStatus,
     NodeInfo,
+    RecurringDefinition,
 )
 from ratchet.errors import (
     ArgumentsNotSerializableError,
@@ -62,6 +63,7 @@ __all__ = [
     "Ratchet",
     "RatchetError",
     "RatchetOptions",
+    "RecurringDefinition",
     "TargetNotAllowedError",
     "UnknownStoreError",
     "__version__",

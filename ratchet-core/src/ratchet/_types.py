@@ -24,6 +24,7 @@ __all__ = [
     "NewJob",
     "NodeInfo",
     "OrphanRecovery",
+    "RecurringDefinition",
 ]
 
 
@@ -209,3 +210,30 @@ class OrphanRecovery:
 
     reset: int
     exhausted: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecurringDefinition:
+    """A recurring schedule as the store keeps it, so any node can fire it.
+
+    ``misfire`` is ``"fire_once"``, ``"skip"`` or ``"catch_up:N"``; ``source`` is
+    ``"decorator"`` for ``@app.recurring`` (removed at start-up when the decorator is gone)
+    or ``"api"`` for ``app.schedule_recurring``. ``created_at`` is set by the store.
+    """
+
+    id: str
+    cron: str
+    zone: str = "UTC"
+    misfire: str = "fire_once"
+    name: str
+    target: str
+    args_json: str = "[]"
+    kwargs_json: str = "{}"
+    priority: int = JobPriority.NORMAL
+    max_retries: int = 3
+    backoff: BackoffPolicy = BackoffPolicy.EXPONENTIAL
+    backoff_ms: int = 1000
+    timeout_seconds: float | None = None
+    tags: tuple[str, ...] = ()
+    source: str = "api"
+    created_at: datetime | None = None

@@ -22,6 +22,7 @@ from ratchet.spi import (
     NewJob,
     NodeInfo,
     OrphanRecovery,
+    RecurringDefinition,
 )
 
 
@@ -159,7 +160,22 @@ class ExampleJobStore(JobStore):
 
     # -- Recurring (RecurringStore) ----------------------------------------------------------
 
+    def save_recurring(self, definition: RecurringDefinition) -> None:
+        raise NotImplementedError
+
+    def list_recurring(self) -> list[RecurringDefinition]:
+        raise NotImplementedError
+
+    def delete_recurring(self, recurring_id: str) -> bool:
+        raise NotImplementedError
+
+    def last_recurring_fire(self, recurring_id: str) -> datetime | None:
+        raise NotImplementedError
+
     def enqueue_recurring_fire(self, job: NewJob, *, fire_time: datetime) -> bool:
+        raise NotImplementedError
+
+    def skip_recurring_fire(self, recurring_id: str, fire_time: datetime) -> bool:
         raise NotImplementedError
 
     def cancel_by_business_key(self, key: str) -> int:

@@ -27,6 +27,7 @@ from ratchet._types import (
     NewJob,
     NodeInfo,
     OrphanRecovery,
+    RecurringDefinition,
 )
 from ratchet._uuid import new_job_id
 from ratchet.spi._broadcast import (
@@ -95,6 +96,7 @@ __all__ = [
     "NodeRegistry",
     "OrphanRecovery",
     "OrphanRecoveryStore",
+    "RecurringDefinition",
     "RecurringStore",
     "RetryPolicy",
     "StartupCoordinator",

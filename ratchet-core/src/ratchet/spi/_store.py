@@ -30,6 +30,7 @@ from ratchet._types import (
     NewJob,
     NodeInfo,
     OrphanRecovery,
+    RecurringDefinition,
 )
 
 __all__ = [
@@ -269,7 +270,24 @@ class OrphanRecoveryStore(ABC):
 
 
 class RecurringStore(ABC):
-    """What the recurring scheduler needs: one job per (recurring id, fire time)."""
+    """Recurring schedules and their fires: one job per (recurring id, fire time)."""
+
+    @abstractmethod
+    def save_recurring(self, definition: RecurringDefinition) -> None:
+        """Insert the definition, or replace the one with the same id (keeping its
+        ``created_at``). Fire records of the id are kept."""
+
+    @abstractmethod
+    def list_recurring(self) -> list[RecurringDefinition]:
+        """Every saved definition, ordered by id, with ``created_at`` set."""
+
+    @abstractmethod
+    def delete_recurring(self, recurring_id: str) -> bool:
+        """Remove the definition (its fire records stay); ``False`` when it did not exist."""
+
+    @abstractmethod
+    def last_recurring_fire(self, recurring_id: str) -> datetime | None:
+        """The latest fire time recorded for the id (fired or skipped), or ``None``."""
 
     @abstractmethod
     def enqueue_recurring_fire(self, job: NewJob, *, fire_time: datetime) -> bool:
@@ -280,6 +298,11 @@ class RecurringStore(ABC):
         Returns ``False`` (changing nothing) when the fire was already recorded or an
         active job holds the job's business key.
         """
+
+    @abstractmethod
+    def skip_recurring_fire(self, recurring_id: str, fire_time: datetime) -> bool:
+        """Record ``(recurring_id, fire_time)`` as passed without a job (misfire policy);
+        ``False`` when that fire was already recorded."""
 
     @abstractmethod
     def cancel_by_business_key(self, key: str) -> int:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from ratchet.spi import JobStatus, JobStore
+from ratchet.spi import BackoffPolicy, JobStatus, JobStore, RecurringDefinition
 from ratchet_tck._contract import Level, contract
 from ratchet_tck.store._base import StoreFactory, StoreSuiteBase, new_job, raised, run_concurrently
 
@@ -61,6 +62,58 @@ class RecurringContracts(StoreSuiteBase):
         assert raised(results) == []
         assert results.count(True) == 1
         assert nodes[0].count_jobs()[JobStatus.PENDING] == 1
+
+    @contract("recurring", Level.ADVANCED)
+    def test_definitions_are_saved_replaced_listed_and_deleted(self, store: JobStore) -> None:
+        """``save_recurring`` inserts or replaces by id (keeping ``created_at``); every field
+        round-trips; ``delete_recurring`` removes it and reports whether it existed."""
+        definition = RecurringDefinition(
+            id="nightly-report",
+            cron="0 2 * * *",
+            zone="Europe/Paris",
+            misfire="catch_up:3",
+            name="reports.nightly",
+            target="reports.jobs:nightly",
+            args_json='["eu"]',
+            kwargs_json='{"full": true}',
+            priority=3,
+            max_retries=5,
+            backoff=BackoffPolicy.FIXED,
+            backoff_ms=500,
+            timeout_seconds=30.0,
+            tags=("reports",),
+            source="decorator",
+        )
+        store.save_recurring(definition)
+        store.save_recurring(
+            RecurringDefinition(id="a-first", cron="* * * * *", name="n", target="m:f")
+        )
+        [first, saved] = store.list_recurring()
+        assert first.id == "a-first"
+        assert saved.created_at is not None
+        assert replace(saved, created_at=None) == definition
+        store.save_recurring(replace(definition, cron="0 3 * * *"))
+        updated = store.list_recurring()[1]
+        assert (updated.cron, updated.created_at) == ("0 3 * * *", saved.created_at)
+        assert store.delete_recurring("nightly-report") is True
+        assert store.delete_recurring("nightly-report") is False
+        assert [d.id for d in store.list_recurring()] == ["a-first"]
+
+    @contract("recurring", Level.ADVANCED)
+    def test_last_fire_counts_fired_and_skipped_instants(self, store: JobStore) -> None:
+        """``last_recurring_fire`` is the latest recorded instant, fired or skipped; a skip
+        is recorded once and blocks a later fire of the same instant."""
+        assert store.last_recurring_fire("r") is None
+        assert store.enqueue_recurring_fire(
+            new_job(recurring_id="r", business_key="r"), fire_time=FIRE
+        )
+        assert store.last_recurring_fire("r") == FIRE
+        later = FIRE + timedelta(hours=1)
+        assert store.skip_recurring_fire("r", later) is True
+        assert store.skip_recurring_fire("r", later) is False
+        assert store.last_recurring_fire("r") == later
+        assert not store.enqueue_recurring_fire(new_job(recurring_id="r"), fire_time=later)
+        assert store.last_recurring_fire("other") is None
 
     @contract("recurring", Level.ADVANCED)
     def test_cancel_by_business_key_and_by_tag(self, store: JobStore) -> None:

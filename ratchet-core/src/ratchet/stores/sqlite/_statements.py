@@ -246,3 +246,34 @@ DELETE_TAGS = "DELETE FROM ratchet_job_tag WHERE job_id = :id"
 SELECT_PURGEABLE = """
 SELECT id FROM ratchet_job WHERE status = 'FAILED' AND finished_at < :now - :age
 """
+
+RECURRING_COLUMNS = (
+    "id, cron, zone, misfire, name, target, args_json, kwargs_json, priority, max_retries, "
+    "backoff, backoff_ms, timeout_seconds, tags_json, source, created_at"
+)
+
+SAVE_RECURRING = """
+INSERT INTO ratchet_recurring (id, cron, zone, misfire, name, target, args_json, kwargs_json,
+    priority, max_retries, backoff, backoff_ms, timeout_seconds, tags_json, source,
+    created_at, updated_at)
+VALUES (:id, :cron, :zone, :misfire, :name, :target, :args_json, :kwargs_json, :priority,
+    :max_retries, :backoff, :backoff_ms, :timeout_seconds, :tags_json, :source, :now, :now)
+ON CONFLICT (id) DO UPDATE SET cron = excluded.cron, zone = excluded.zone,
+    misfire = excluded.misfire, name = excluded.name, target = excluded.target,
+    args_json = excluded.args_json, kwargs_json = excluded.kwargs_json,
+    priority = excluded.priority, max_retries = excluded.max_retries,
+    backoff = excluded.backoff, backoff_ms = excluded.backoff_ms,
+    timeout_seconds = excluded.timeout_seconds, tags_json = excluded.tags_json,
+    source = excluded.source, updated_at = excluded.updated_at
+"""
+
+SELECT_RECURRING = f"SELECT {RECURRING_COLUMNS} FROM ratchet_recurring ORDER BY id"
+
+DELETE_RECURRING = "DELETE FROM ratchet_recurring WHERE id = ?"
+
+LAST_FIRE = "SELECT MAX(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = ?"
+
+SKIP_FIRE = """
+INSERT OR IGNORE INTO ratchet_recurring_fire (recurring_id, fire_time, job_id)
+VALUES (:recurring_id, :fire_time, NULL)
+"""

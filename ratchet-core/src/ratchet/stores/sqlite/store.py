@@ -32,6 +32,7 @@ from ratchet._types import (
     NewJob,
     NodeInfo,
     OrphanRecovery,
+    RecurringDefinition,
 )
 from ratchet.errors import (
     BusinessKeyConflictError,
@@ -78,6 +79,7 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 _DATA_TABLES = (
+    "ratchet_recurring",
     "ratchet_job",
     "ratchet_job_tag",
     "ratchet_idempotency_key",
@@ -766,6 +768,71 @@ class SQLiteJobStore(JobStore):
     def cancel_by_tag(self, tag: str) -> int:
         with self._write() as (conn, now):
             return int(conn.execute(sql.CANCEL_BY_TAG, {"tag": tag, "now": now}).rowcount)
+
+    def save_recurring(self, definition: RecurringDefinition) -> None:
+        with self._write() as (conn, now):
+            conn.execute(
+                sql.SAVE_RECURRING,
+                {
+                    "id": definition.id,
+                    "cron": definition.cron,
+                    "zone": definition.zone,
+                    "misfire": definition.misfire,
+                    "name": definition.name,
+                    "target": definition.target,
+                    "args_json": definition.args_json,
+                    "kwargs_json": definition.kwargs_json,
+                    "priority": int(definition.priority),
+                    "max_retries": definition.max_retries,
+                    "backoff": definition.backoff.value,
+                    "backoff_ms": definition.backoff_ms,
+                    "timeout_seconds": definition.timeout_seconds,
+                    "tags_json": json.dumps(list(definition.tags)),
+                    "source": definition.source,
+                    "now": now,
+                },
+            )
+
+    def list_recurring(self) -> list[RecurringDefinition]:
+        with self._read() as conn:
+            rows = conn.execute(sql.SELECT_RECURRING).fetchall()
+        return [
+            RecurringDefinition(
+                id=row[0],
+                cron=row[1],
+                zone=row[2],
+                misfire=row[3],
+                name=row[4],
+                target=row[5],
+                args_json=row[6],
+                kwargs_json=row[7],
+                priority=row[8],
+                max_retries=row[9],
+                backoff=BackoffPolicy(row[10]),
+                backoff_ms=row[11],
+                timeout_seconds=row[12],
+                tags=tuple(json.loads(row[13])),
+                source=row[14],
+                created_at=datetime.fromtimestamp(row[15], UTC),
+            )
+            for row in rows
+        ]
+
+    def delete_recurring(self, recurring_id: str) -> bool:
+        with self._write() as (conn, _now):
+            return bool(conn.execute(sql.DELETE_RECURRING, (recurring_id,)).rowcount == 1)
+
+    def last_recurring_fire(self, recurring_id: str) -> datetime | None:
+        with self._read() as conn:
+            row = conn.execute(sql.LAST_FIRE, (recurring_id,)).fetchone()
+        return _to_datetime(row[0])
+
+    def skip_recurring_fire(self, recurring_id: str, fire_time: datetime) -> bool:
+        with self._write() as (conn, _now):
+            changed = conn.execute(
+                sql.SKIP_FIRE, {"recurring_id": recurring_id, "fire_time": _to_epoch(fire_time)}
+            ).rowcount
+        return bool(changed == 1)
 
     # -- archive -------------------------------------------------------------------------
 

@@ -89,11 +89,33 @@ CREATE TABLE ratchet_lock (
     expires_at   REAL NOT NULL
 ) WITHOUT ROWID;
 
+-- Recurring schedules, so any node can fire them.
+CREATE TABLE ratchet_recurring (
+    id               TEXT    PRIMARY KEY,
+    cron             TEXT    NOT NULL,
+    zone             TEXT    NOT NULL,
+    misfire          TEXT    NOT NULL,
+    name             TEXT    NOT NULL,
+    target           TEXT    NOT NULL,
+    args_json        TEXT    NOT NULL,
+    kwargs_json      TEXT    NOT NULL,
+    priority         INTEGER NOT NULL,
+    max_retries      INTEGER NOT NULL,
+    backoff          TEXT    NOT NULL,
+    backoff_ms       INTEGER NOT NULL,
+    timeout_seconds  REAL,
+    tags_json        TEXT    NOT NULL,
+    source           TEXT    NOT NULL,
+    created_at       REAL    NOT NULL,
+    updated_at       REAL    NOT NULL
+) WITHOUT ROWID;
+
 -- One row per (recurring id, fire time), kept forever: a fire is never created twice.
+-- job_id is NULL for fires skipped by the misfire policy.
 CREATE TABLE ratchet_recurring_fire (
     recurring_id  TEXT NOT NULL,
     fire_time     REAL NOT NULL,
-    job_id        TEXT NOT NULL,
+    job_id        TEXT,
     PRIMARY KEY (recurring_id, fire_time)
 ) WITHOUT ROWID;
 
