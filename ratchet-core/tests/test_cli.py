@@ -214,3 +214,18 @@ def test_worker_process_drains_on_sigterm(tmp_path: Path, sqlite_url: str) -> No
     assert slow_job is not None
     assert (slow_job.status, slow_job.attempts, slow_job.crash_count) == (JobStatus.PENDING, 0, 0)
     assert "released 1 claim" in output
+
+
+def test_recurring_list_and_cancel(cli_env: str, capsys: pytest.CaptureFixture[str]) -> None:
+    app = Ratchet(cli_env, coordinator="none")
+    work = app.job(name="work")(lambda: None)
+    app.schedule_recurring(work, "0 2 * * *", id="nightly", tags=["ops"])
+    app.schedule_recurring(work, "0 3 * * *", id="other", tags=["ops"])
+    assert main(["recurring", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "nightly" in out and "0 2 * * *" in out and "fire_once" in out
+    assert main(["recurring", "cancel", "nightly"]) == 0
+    assert main(["recurring", "cancel", "nightly"]) == 1
+    assert main(["recurring", "cancel", "--tag", "ops"]) == 0
+    assert "Stopped 1 recurring schedule(s) tagged 'ops'." in capsys.readouterr().out
+    assert app.list_recurring() == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ratchet._app import DEFAULT_STORE_URL, Ratchet
 from ratchet._config import RatchetOptions
 from ratchet._context import JobContext, current_job
+from ratchet._cron import Misfire
 from ratchet._failures import DoNotRetry, do_not_retry
 from ratchet._jobs import JobBuilder, JobDefinition, JobFunction
 from ratchet._types import (
@@ -58,6 +59,7 @@ __all__ = [
     "JobFunction",
     "JobPriority",
     "JobStatus",
+    "Misfire",
     "NodeInfo",
     "PayloadTooLargeError",
     "Ratchet",

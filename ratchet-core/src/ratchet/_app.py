@@ -13,8 +13,17 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from ratchet._codec import encode_arguments
 from ratchet._config import RatchetOptions
+from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._jobs import JobBuilder, JobDefinition, JobFunction, make_definition
-from ratchet._types import BackoffPolicy, Execution, Job, JobPriority, JobStatus, NewJob
+from ratchet._types import (
+    BackoffPolicy,
+    Execution,
+    Job,
+    JobPriority,
+    JobStatus,
+    NewJob,
+    RecurringDefinition,
+)
 from ratchet._uuid import new_job_id
 from ratchet.errors import RatchetError, UnknownJobError
 from ratchet.plugins import PluginRegistry
@@ -28,6 +37,8 @@ from ratchet.spi import (
     NodeIdentityProvider,
     NoOpClusterCoordinator,
     RetryPolicy,
+    StartupCoordinator,
+    StoreStartupCoordinator,
     WakeupHint,
 )
 
@@ -96,6 +107,8 @@ class Ratchet:
         self.node_id = self.node_identity.get_node_id()
         self.retry_policy = retry_policy or DefaultRetryPolicy()
         self.registry: dict[str, JobDefinition] = {}
+        self.recurring_definitions: list[RecurringDefinition] = []
+        self.startup: StartupCoordinator = StoreStartupCoordinator(self.store, self.node_id)
         self.class_policy: ClassPolicy = _RegisteredJobsPolicy(
             self, class_policy or ModuleAllowlistClassPolicy(self.options.allowed_modules)
         )
@@ -189,6 +202,145 @@ class Ratchet:
             return JobFunction(self, definition)
 
         return register if func is None else register(func)
+
+    # -- recurring jobs ------------------------------------------------------------------
+
+    def recurring(
+        self,
+        cron: str,
+        *,
+        id: str | None = None,
+        tags: Iterable[str] = (),
+        zone: str = "UTC",
+        misfire: str = Misfire.FIRE_ONCE,
+        name: str | None = None,
+        max_retries: int = 3,
+        backoff: BackoffPolicy = BackoffPolicy.EXPONENTIAL,
+        backoff_ms: int = 1000,
+        priority: JobPriority | int = JobPriority.NORMAL,
+        timeout: float | None = None,
+    ) -> Callable[[Callable[P, R]], JobFunction[P, R]]:
+        """Register a function as a job that runs on a cron schedule, once per instant
+        across the cluster. ``id`` (default: the job name) is also the business key.
+
+        The expression is checked here: an invalid one raises InvalidCronError at once.
+        Workers save the schedule to the store when they start; a schedule whose
+        decorator disappeared is removed at start-up (by one node).
+        """
+        schedule = CronSchedule(cron, zone)
+        parse_misfire(misfire)
+
+        def register(func: Callable[P, R]) -> JobFunction[P, R]:
+            job = self.job(
+                name=name,
+                max_retries=max_retries,
+                backoff=backoff,
+                backoff_ms=backoff_ms,
+                priority=priority,
+                timeout=timeout,
+            )(func)
+            definition = self._recurring_definition(
+                job.definition,
+                schedule,
+                recurring_id=id,
+                args=(),
+                kwargs={},
+                tags=tags,
+                misfire=misfire,
+                source="decorator",
+            )
+            self.recurring_definitions = [
+                d for d in self.recurring_definitions if d.id != definition.id
+            ] + [definition]
+            return job
+
+        return register
+
+    def schedule_recurring(
+        self,
+        func: Callable[..., Any] | str,
+        cron: str,
+        *,
+        id: str,
+        args: Iterable[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        tags: Iterable[str] = (),
+        zone: str = "UTC",
+        misfire: str = Misfire.FIRE_ONCE,
+    ) -> str:
+        """Save a recurring schedule of a registered job to the store now (any running
+        worker picks it up); replaces a schedule with the same ``id``. Returns the id."""
+        schedule = CronSchedule(cron, zone)
+        parse_misfire(misfire)
+        definition = self._recurring_definition(
+            self.definition(func),
+            schedule,
+            recurring_id=id,
+            args=tuple(args),
+            kwargs=dict(kwargs or {}),
+            tags=tags,
+            misfire=misfire,
+            source="api",
+        )
+        self.store.save_recurring(definition)
+        self._wake_local()
+        return definition.id
+
+    def _recurring_definition(
+        self,
+        job: JobDefinition,
+        schedule: CronSchedule,
+        *,
+        recurring_id: str | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        tags: Iterable[str],
+        misfire: str,
+        source: str,
+    ) -> RecurringDefinition:
+        args_json, kwargs_json = encode_arguments(
+            job.name, args, kwargs, {}, max_bytes=self.options.max_payload_bytes
+        )
+        builder = JobBuilder.for_definition(self, job, args, kwargs).tags(*tags)
+        if recurring_id is not None:
+            builder.business_key(recurring_id)  # validates the id like any business key
+        return RecurringDefinition(
+            id=recurring_id or job.name,
+            cron=schedule.expression,
+            zone=schedule.zone,
+            misfire=misfire,
+            name=job.name,
+            target=job.target,
+            args_json=args_json,
+            kwargs_json=kwargs_json,
+            priority=job.priority,
+            max_retries=job.max_retries,
+            backoff=job.backoff,
+            backoff_ms=job.backoff_ms,
+            timeout_seconds=job.timeout,
+            tags=builder.tags_value,
+            source=source,
+        )
+
+    def list_recurring(self) -> list[RecurringDefinition]:
+        """Every recurring schedule saved in the store."""
+        return self.store.list_recurring()
+
+    def cancel_recurring_by_business_key(self, key: str) -> int:
+        """Stop the recurring schedule ``key`` and cancel its pending fire; returns the
+        number of schedules stopped (0 or 1). A running fire finishes normally."""
+        removed = self.store.delete_recurring(key)
+        self.store.cancel_by_business_key(key)
+        return int(removed)
+
+    def cancel_recurring_by_tag(self, tag: str) -> int:
+        """Stop every recurring schedule tagged ``tag`` (and cancel their pending fires)."""
+        tag = tag.strip().lower()
+        stopped = 0
+        for definition in self.store.list_recurring():
+            if tag in definition.tags:
+                stopped += self.cancel_recurring_by_business_key(definition.id)
+        return stopped
 
     def definition(self, func: Callable[..., Any] | str) -> JobDefinition:
         """The registered definition of a job function or job name."""

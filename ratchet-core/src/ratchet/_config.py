@@ -74,6 +74,12 @@ class RatchetOptions:
         "Crash recoveries before a job is dead-lettered",
         kind="int",
     )
+    recurring_poll_max_seconds: float = _opt(
+        60.0,
+        "RATCHET_RECURRING_POLL_MAX_SECONDS",
+        "Longest sleep of the recurring scheduler (new schedules from other processes)",
+        minimum=0.01,
+    )
     shutdown_timeout_seconds: float = _opt(
         30.0, "RATCHET_SHUTDOWN_TIMEOUT_SECONDS", "How long a drain waits for running jobs"
     )

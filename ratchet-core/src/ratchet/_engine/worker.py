@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.polling import AdaptivePolling
+from ratchet._engine.recurring import RecurringScheduler
 from ratchet._engine.runner import JobRunner, Outcome
 from ratchet._messages import (
     CRASH_LIMIT_MESSAGE,
@@ -76,6 +77,8 @@ class Worker:
         )
         self.executor = JobExecutor(self.runner, self.concurrency, on_done=self._slot_freed)
         self._wake = threading.Event()
+        self._recurring_wake = threading.Event()
+        self.recurring = RecurringScheduler(app, max_sleep=options.recurring_poll_max_seconds)
         self._claiming = threading.Event()
         self._stop_timers = threading.Event()
         self._stop_heartbeat = threading.Event()
@@ -107,6 +110,7 @@ class Worker:
         if poll:
             self._spawn("ratchet-poller", self._poll_loop)
             self._spawn("ratchet-maintenance", self._maintenance_loop)
+            self._spawn("ratchet-recurring", self._recurring_loop)
         self.app._attach(self)
         log.info(
             "Ratchet worker %s started on %s with concurrency %d.",
@@ -130,6 +134,7 @@ class Worker:
         self._claiming.clear()  # 1. stop claiming
         self._stop_timers.set()  # 2. stop poller and maintenance; heartbeat keeps going
         self._wake.set()
+        self._recurring_wake.set()
         for thread in self._threads:
             if thread.name != "ratchet-heartbeat":
                 thread.join()
@@ -166,9 +171,10 @@ class Worker:
         self.stop()
 
     def wake(self) -> None:
-        """Poll now: local enqueue, coordinator hint."""
+        """Poll now (local enqueue, coordinator hint) and re-read recurring schedules."""
         self.polling.on_wakeup()
         self._wake.set()
+        self._recurring_wake.set()
 
     # -- claiming ------------------------------------------------------------------------
 
@@ -223,6 +229,27 @@ class Worker:
 
     def _count_stale(self, _job: ClaimedJob) -> None:
         self.stats.stale_outcomes += 1
+
+    # -- recurring -----------------------------------------------------------------------
+
+    def _recurring_loop(self) -> None:
+        try:
+            self.recurring.sync_definitions()
+        except Exception as exc:
+            self._store_error("save recurring schedules", exc, 1.0)
+        while not self._stop_timers.is_set():
+            try:
+                delay = self.recurring.tick()
+            except Exception as exc:
+                delay = min(self.options.recurring_poll_max_seconds, 5.0)
+                self._store_error("schedule recurring jobs", exc, delay)
+            # A fire instant is rarely exactly on time; wake a little late, never early.
+            self._recurring_wake.wait(delay + 0.001)
+            self._recurring_wake.clear()
+        try:
+            self.recurring.release()
+        except Exception as exc:
+            log.debug("Could not release the recurring scheduler lock: %s", redact(str(exc)))
 
     # -- heartbeat -----------------------------------------------------------------------
 

@@ -82,6 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
     dlq_purge.add_argument("--older-than-days", type=float, default=30.0)
     dlq_purge.set_defaults(handler=c.cmd_dlq_purge)
 
+    recurring = commands.add_parser("recurring", help="list or cancel recurring schedules")
+    recurring_sub = recurring.add_subparsers(dest="action", required=True, metavar="ACTION")
+    recurring_list = recurring_sub.add_parser("list", help="every saved schedule")
+    _store_options(recurring_list)
+    recurring_list.set_defaults(handler=c.cmd_recurring_list)
+    recurring_cancel = recurring_sub.add_parser(
+        "cancel", help="stop a schedule by id (its business key) or every schedule with --tag"
+    )
+    _store_options(recurring_cancel)
+    recurring_cancel.add_argument("recurring_id", metavar="ID", nargs="?")
+    recurring_cancel.add_argument("--tag", help="stop every schedule carrying this tag")
+    recurring_cancel.set_defaults(handler=c.cmd_recurring_cancel)
+
     nodes = commands.add_parser("nodes", help="registered nodes and their heartbeats")
     _store_options(nodes)
     nodes.set_defaults(handler=c.cmd_nodes)

@@ -192,6 +192,27 @@ def cmd_dlq_purge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recurring_list(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    print(_output.recurring_table(store.list_recurring(), store))
+    return 0
+
+
+def cmd_recurring_cancel(args: argparse.Namespace) -> int:
+    if bool(args.recurring_id) == bool(args.tag):
+        raise ValueError("Give either one recurring ID or --tag TAG.")
+    app = Ratchet(open_store(args), coordinator="none")
+    if args.tag:
+        stopped = app.cancel_recurring_by_tag(args.tag)
+        print(f"Stopped {stopped} recurring schedule(s) tagged {args.tag!r}.")
+        return 0
+    if app.cancel_recurring_by_business_key(args.recurring_id):
+        print(f"Stopped recurring schedule {args.recurring_id!r}.")
+        return 0
+    print(f"No recurring schedule has id {args.recurring_id!r}.", file=sys.stderr)
+    return 1
+
+
 def cmd_nodes(args: argparse.Namespace) -> int:
     store = open_store(args)
     print(_output.nodes_table(store.list_nodes(), store.database_time()))

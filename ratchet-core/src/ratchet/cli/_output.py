@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from ratchet._types import Execution, Job, JobStatus, NodeInfo
+from ratchet._cron import CronSchedule
+from ratchet._types import Execution, Job, JobStatus, NodeInfo, RecurringDefinition
 from ratchet.plugins import PluginRegistry, store_scheme
+from ratchet.spi import JobStore
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -99,6 +101,22 @@ def job_details(job: Job, executions: Sequence[Execution]) -> str:
             table(("#", "CLAIM", "OUTCOME", "NODE", "STARTED", "FINISHED", "MESSAGE"), rows)
         )
     return "\n".join(lines)
+
+
+def recurring_table(definitions: Sequence[RecurringDefinition], store: JobStore) -> str:
+    if not definitions:
+        return "(no recurring schedules)"
+    rows = []
+    for d in definitions:
+        last = store.last_recurring_fire(d.id)
+        try:
+            upcoming = when(CronSchedule(d.cron, d.zone).next_after(store.database_time()))
+        except ValueError:
+            upcoming = "invalid schedule"
+        rows.append(
+            (d.id, d.cron, d.zone, d.misfire, d.name, when(last), upcoming, ", ".join(d.tags))
+        )
+    return table(("ID", "CRON", "ZONE", "MISFIRE", "JOB", "LAST FIRE", "NEXT FIRE", "TAGS"), rows)
 
 
 def nodes_table(nodes: Sequence[NodeInfo], now: datetime) -> str:

@@ -1,0 +1,124 @@
+"""The recurring scheduler: turns due cron instants into jobs, once per instant cluster-wide.
+
+Any node may run it; a lock in the store makes one node schedule at a time, and the
+store's permanent ``(recurring id, fire time)`` records make a second fire of the same
+instant impossible even when a slow node fires late. The recurring id is the job's
+business key, so a new instant waits while the previous one is still pending or running.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from ratchet._cron import CronSchedule, parse_misfire
+from ratchet._types import NewJob, RecurringDefinition
+from ratchet._uuid import new_job_id
+
+if TYPE_CHECKING:
+    from ratchet._app import Ratchet
+
+__all__ = ["FIRE_TIME_PARAM", "RecurringScheduler"]
+
+log = logging.getLogger("ratchet.recurring")
+
+SCHEDULER_LOCK = "ratchet:recurring-scheduler"
+CLEANUP_ACTION = "recurring-cleanup"
+FIRE_TIME_PARAM = "ratchet.fire_time"
+
+
+class RecurringScheduler:
+    """One tick fires what is due and says how long to sleep until the next instant."""
+
+    def __init__(self, app: Ratchet, *, max_sleep: float) -> None:
+        self.app = app
+        self.store = app.store
+        self.node_id = app.node_id
+        self.max_sleep = max_sleep
+        self.fired = 0
+
+    def sync_definitions(self) -> None:
+        """Save this application's ``@app.recurring`` definitions and, under a start-up
+        lease (one node), remove decorator definitions whose decorator is gone."""
+        known = {d.id for d in self.app.recurring_definitions}
+        for definition in self.app.recurring_definitions:
+            self.store.save_recurring(definition)
+        if not self.app.startup.try_acquire(CLEANUP_ACTION, 60.0):
+            return
+        try:
+            for stale in self.store.list_recurring():
+                if stale.source == "decorator" and stale.id not in known:
+                    self.store.delete_recurring(stale.id)
+                    canceled = self.store.cancel_by_business_key(stale.id)
+                    log.info(
+                        "Recurring job %r is no longer defined; removed it (%d pending "
+                        "job canceled).",
+                        stale.id,
+                        canceled,
+                    )
+        finally:
+            self.app.startup.release(CLEANUP_ACTION)
+
+    def tick(self) -> float:
+        """Fire due instants; return seconds until the next one (capped at ``max_sleep``)."""
+        if not self.store.try_lock(SCHEDULER_LOCK, self.max_sleep * 2 + 10, self.node_id):
+            return self.max_sleep  # another node schedules; take over if its lease lapses
+        now = self.store.database_time()
+        next_fire: datetime | None = None
+        for definition in self.store.list_recurring():
+            try:
+                upcoming = self._fire_due(definition, now)
+            except Exception:
+                log.exception("Recurring job %r could not be scheduled.", definition.id)
+                continue
+            if next_fire is None or upcoming < next_fire:
+                next_fire = upcoming
+        if next_fire is None:
+            return self.max_sleep
+        return min(max((next_fire - now).total_seconds(), 0.0), self.max_sleep)
+
+    def release(self) -> None:
+        self.store.release_lock(SCHEDULER_LOCK, self.node_id)
+
+    def _fire_due(self, definition: RecurringDefinition, now: datetime) -> datetime:
+        schedule = CronSchedule(definition.cron, definition.zone)
+        kind, count = parse_misfire(definition.misfire)
+        # Instants after the last recorded one (fired or skipped); a new schedule starts
+        # after its creation.
+        after = self.store.last_recurring_fire(definition.id) or definition.created_at or now
+        due = schedule.latest_fires(after, now, max(count, 2))
+        if len(due) == 1:
+            self._fire(definition, due[0])
+        elif len(due) >= 2:  # missed instants: the misfire policy decides
+            if kind == "skip":
+                self.store.skip_recurring_fire(definition.id, due[-1])
+                log.info("Recurring job %r missed %s; skipped.", definition.id, due[-1])
+            elif kind == "fire_once":
+                self._fire(definition, due[-1])
+            else:
+                self._fire(definition, due[-min(count, len(due))])
+        return schedule.next_after(now)
+
+    def _fire(self, definition: RecurringDefinition, fire_time: datetime) -> None:
+        job = NewJob(
+            id=new_job_id(),
+            name=definition.name,
+            target=definition.target,
+            args_json=definition.args_json,
+            kwargs_json=definition.kwargs_json,
+            priority=definition.priority,
+            max_retries=definition.max_retries,
+            backoff=definition.backoff,
+            backoff_ms=definition.backoff_ms,
+            timeout_seconds=definition.timeout_seconds,
+            business_key=definition.id,
+            tags=definition.tags,
+            params={FIRE_TIME_PARAM: fire_time.astimezone(UTC).isoformat()},
+            scheduled_at=fire_time.astimezone(UTC),
+            recurring_id=definition.id,
+        )
+        if self.store.enqueue_recurring_fire(job, fire_time=fire_time.astimezone(UTC)):
+            self.fired += 1
+            log.debug("Recurring job %r fired for %s.", definition.id, fire_time)
+            self.app._wake_local()
