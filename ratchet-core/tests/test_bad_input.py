@@ -48,13 +48,16 @@ def test_payload_over_the_limit() -> None:
     assert len(app.list_jobs()) == 1
 
 
-def test_unknown_store_scheme_names_the_package() -> None:
+def test_unknown_store_scheme_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As on a machine where only ratchet-core is installed.
+    monkeypatch.setenv("RATCHET_DISABLED_PLUGINS", "postgresql,mysql,mongodb")
     with pytest.raises(UnknownStoreError) as info:
         Ratchet("postgres://db/app")
     message = str(info.value)
     assert "'postgres'" in message and "Installed: 'memory', 'sqlite'" in message
     assert "Did you mean 'postgresql'?" in message
     assert "pip install ratchet-store-postgresql" in message
+    assert "Disabled by RATCHET_DISABLED_PLUGINS: postgresql" in message
 
 
 def test_malformed_store_urls() -> None:

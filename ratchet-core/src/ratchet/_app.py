@@ -96,11 +96,12 @@ class Ratchet:
         self.plugins = plugins or PluginRegistry.load(
             disabled=",".join(self.options.disabled_plugins) or None
         )
+        self.store_url: str | None = None
         if isinstance(store, JobStore):
             self.store: JobStore = store
         elif store is None or isinstance(store, str):
-            url = store or self.options.store_url or DEFAULT_STORE_URL
-            self.store = self.plugins.create_store(url)
+            self.store_url = store or self.options.store_url or DEFAULT_STORE_URL
+            self.store = self.plugins.create_store(self.store_url)
         else:
             raise TypeError(f"store must be a URL string or a JobStore instance, got {store!r}.")
         self.node_identity = node_identity or DefaultNodeIdentityProvider(self.options.node_id)
@@ -136,6 +137,15 @@ class Ratchet:
         coordinator: ClusterCoordinator = factory(self.options, self.store, self.node_id)
         log.info("Cluster coordinator %r active: %s.", plugin.name, why)
         return coordinator
+
+    def companion_store(self) -> JobStore:
+        """A second instance on the same backend (its own connection) when the store was
+        opened from a URL that names a shared backend; else the store itself."""
+        url = self.store_url
+        if url is None or url.rstrip("/") in ("memory:", "sqlite:///:memory:"):
+            return self.store
+        store: JobStore = self.plugins.create_store(url, auto_migrate=False)
+        return store
 
     def close(self) -> None:
         """Close the coordinator and the store."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ratchet._engine.executor import JobExecutor
+from ratchet._engine.heartbeat import heartbeat_interval, retry_delay
 from ratchet._engine.polling import AdaptivePolling
 from ratchet._engine.recurring import RecurringScheduler
 from ratchet._engine.runner import JobRunner, Outcome
@@ -59,6 +60,9 @@ class Worker:
         options = app.options
         self.app = app
         self.store = app.store
+        # Heartbeats use their own connection where the store allows, so a busy pool or
+        # a long claim never delays them.
+        self.heartbeat_store = app.companion_store()
         self.node_id = app.node_id
         self.options = options
         self.concurrency = int(concurrency or options.concurrency)
@@ -153,6 +157,8 @@ class Worker:
             thread.join()
         self.app._detach(self)  # 7. release resources
         self.executor.shutdown()
+        if self.heartbeat_store is not self.store:
+            self.heartbeat_store.close()
         log.info("Ratchet worker %s stopped.", self.node_id)
 
     def _release_claims(self) -> int:
@@ -260,18 +266,42 @@ class Worker:
         return silent > self.options.orphan_grace_seconds
 
     def _heartbeat_loop(self) -> None:
-        interval = self.options.heartbeat_interval_seconds
-        delay = interval
+        options = self.options
+        grace = options.orphan_grace_seconds
+        delay = self._next_heartbeat_interval()
+        failing = False
         while not self._stop_heartbeat.wait(delay):
             try:
-                self.store.heartbeat(self.node_id)
+                self.heartbeat_store.heartbeat(self.node_id)
                 self._last_heartbeat_ok = time.monotonic()
-                delay = interval
+                if failing:
+                    log.info("Heartbeats of node %s succeed again.", self.node_id)
+                failing = False
+                delay = self._next_heartbeat_interval()
             except Exception as exc:
-                # Retry sooner than the interval, with jitter, never past the grace.
-                delay = min(max(delay / 2, 0.05), self.options.orphan_grace_seconds / 4)
-                delay *= random.uniform(0.9, 1.1)
-                log.warning("Heartbeat of node %s failed: %s", self.node_id, redact(str(exc)))
+                delay = retry_delay(delay if failing else 0.05, grace, random.uniform(0.9, 1.1))
+                if not failing:
+                    log.warning(
+                        "Heartbeat of node %s failed (%s); retrying. Past %.3g s of silence "
+                        "this node stops claiming.",
+                        self.node_id,
+                        redact(str(exc)),
+                        grace,
+                    )
+                failing = True
+
+    def _next_heartbeat_interval(self) -> float:
+        busy = 1 - self.executor.free_slots() / self.concurrency
+        try:
+            nodes = len(self.heartbeat_store.list_nodes())
+        except Exception:
+            nodes = 1
+        return heartbeat_interval(
+            self.options.heartbeat_interval_seconds,
+            self.options.orphan_grace_seconds,
+            active_nodes=nodes,
+            busy_fraction=busy,
+        )
 
     # -- maintenance ---------------------------------------------------------------------
 

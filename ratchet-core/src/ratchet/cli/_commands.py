@@ -254,7 +254,14 @@ def cmd_schema_show(args: argparse.Namespace) -> int:
                 raise RatchetError(
                     f"Store {plugin.name!r} creates its schema itself; there is no DDL to show."
                 )
-            print(resolve_reference(plugin.schema)())
+            try:
+                ddl = resolve_reference(plugin.schema)()
+            except Exception as exc:
+                raise RatchetError(
+                    f"The {plugin.name!r} store plugin ({plugin.package}) could not produce "
+                    f"its schema: {type(exc).__name__}: {exc}. Reinstall {plugin.package}."
+                ) from exc
+            print(ddl)
             return 0
     registry.store_plugin_for(f"{wanted}://")  # raises UnknownStoreError with the hint
     return 2
