@@ -14,10 +14,10 @@ from ratchet._engine.heartbeat import heartbeat_interval, retry_delay
 @pytest.mark.parametrize(
     ("nodes", "busy", "expected"),
     [
-        (1, 0.0, 18.0),  # idle single node: 10 × 1.5 × 1.2
+        (1, 0.0, 18.0),  # idle single node: 10 * 1.5 * 1.2
         (2, 0.5, 10.0),
-        (5, 0.9, 5.6),  # 10 × 0.8 × 0.7
-        (20, 1.0, 4.2),  # 10 × 0.6 × 0.7
+        (5, 0.9, 5.6),  # 10 * 0.8 * 0.7
+        (20, 1.0, 4.2),  # 10 * 0.6 * 0.7
     ],
 )
 def test_interval_adapts_to_nodes_and_load(nodes: int, busy: float, expected: float) -> None:
