@@ -1,0 +1,97 @@
+"""A worker process for the multi-process cluster tests (run as a script, never imported).
+
+    python cluster_worker.py STORE_URL RECORD_FILE [--concurrency N] [--cron]
+                             [--guard-off fence|heartbeat] [--slow-fire SECONDS]
+
+Jobs append one line per execution to RECORD_FILE: the independent record the tests
+compare with the store. ``--guard-off`` switches one safety guard off, for the negative
+controls: ``fence`` completes whatever claim the job holds now; ``heartbeat`` makes orphan
+recovery treat every node as dead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import time
+from typing import Any
+
+from ratchet import Ratchet, current_job
+from ratchet._engine.recurring import FIRE_TIME_PARAM
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("store_url")
+    parser.add_argument("record")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--cron", action="store_true")
+    parser.add_argument("--guard-off", choices=["fence", "heartbeat"])
+    parser.add_argument("--slow-fire", type=float, default=0.0)
+    args = parser.parse_args()
+
+    app = Ratchet(args.store_url, coordinator="none")
+
+    def record(line: str) -> None:
+        fd = os.open(args.record, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, f"{line}\n".encode())
+        finally:
+            os.close(fd)
+
+    @app.job(name="chaos", max_retries=0)
+    def chaos(n: int) -> None:
+        time.sleep(0.1)
+        record(f"ran {n}")
+
+    @app.job(name="long", max_retries=0)
+    def long(n: int, first_claim_seconds: float, later_claim_seconds: float) -> dict[str, int]:
+        claim = current_job().claim_seq
+        time.sleep(first_claim_seconds if claim == 1 else later_claim_seconds)
+        record(f"ran {n} claim={claim} pid={os.getpid()}")
+        return {"pid": os.getpid(), "claim": claim}
+
+    @app.job(name="poison", max_retries=5)
+    def poison() -> None:
+        record(f"poison pid={os.getpid()}")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if args.cron:
+
+        @app.recurring("* * * * * *", id="tick")
+        def tick() -> None:
+            record(f"tick {current_job().param(FIRE_TIME_PARAM)}")
+
+    store: Any = app.store
+    if args.guard_off == "fence":
+        complete = store.complete_job
+
+        def unfenced_complete(job_id: str, claim_seq: int, **kwargs: Any) -> bool:
+            job = store.get_job(job_id)
+            return bool(complete(job_id, job.claim_seq if job else claim_seq, **kwargs))
+
+        store.complete_job = unfenced_complete
+    elif args.guard_off == "heartbeat":
+        recover = store.recover_orphans
+
+        def recover_ignoring_heartbeats(**kwargs: Any) -> Any:
+            store.remove_nodes([node.node_id for node in store.list_nodes()])
+            return recover(**kwargs)
+
+        store.recover_orphans = recover_ignoring_heartbeats
+    if args.slow_fire:
+        fire = store.enqueue_recurring_fire
+
+        def slow_fire(job: Any, **kwargs: Any) -> bool:
+            time.sleep(args.slow_fire)  # a slow node that fires late
+            return bool(fire(job, **kwargs))
+
+        store.enqueue_recurring_fire = slow_fire
+
+    record(f"started pid={os.getpid()} node={app.node_id}")
+    app.run_worker(concurrency=args.concurrency)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,329 @@
+"""Cluster behaviour with real OS processes sharing one store, checked against an
+independent record the jobs write (not only Ratchet's own bookkeeping).
+
+Every scenario runs on the embedded SQLite store, and on PostgreSQL when
+``RATCHET_TEST_POSTGRESQL_URL`` is set and the PostgreSQL store is installed. Timers are
+sub-second so a scenario takes seconds. Guards are switched off in negative controls to
+show the scenario would catch their absence.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ratchet import JobStatus, Ratchet
+from ratchet.spi import DRAIN_RELEASED_MESSAGE
+
+pytestmark = pytest.mark.slow
+
+WORKER = Path(__file__).with_name("cluster_worker.py")
+FAST_CLUSTER = {
+    "RATCHET_NODE_HEARTBEAT_INTERVAL_SECONDS": "0.1",
+    "RATCHET_NODE_ORPHAN_GRACE_SECONDS": "0.8",
+    "RATCHET_ORPHAN_SCAN_INTERVAL_MINUTES": str(0.3 / 60),
+    "RATCHET_POLL_BURST_SECONDS": "0.05",
+    "RATCHET_POLL_IDLE_MAX_SECONDS": "0.3",
+    "RATCHET_RECURRING_POLL_MAX_SECONDS": "0.3",
+    "RATCHET_SHUTDOWN_TIMEOUT_SECONDS": "0.3",
+    "RATCHET_COORDINATOR": "none",
+}
+
+
+def _store_urls() -> list[str]:
+    urls = ["sqlite"]
+    if os.environ.get("RATCHET_TEST_POSTGRESQL_URL"):
+        urls.append("postgresql")
+    return urls
+
+
+@pytest.fixture(params=_store_urls())
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'cluster.db'}"
+        return
+    pytest.importorskip("ratchet_store_postgresql")
+    url = os.environ["RATCHET_TEST_POSTGRESQL_URL"]
+    store = Ratchet(url, coordinator="none").store
+    store.reset_for_tests()  # type: ignore[attr-defined]
+    yield url
+    store.reset_for_tests()  # type: ignore[attr-defined]
+    store.close()
+
+
+class Cluster:
+    """Starts, stops, kills and freezes worker processes; reads the shared record."""
+
+    def __init__(self, store_url: str, tmp_path: Path, **settings: str) -> None:
+        self.store_url = store_url
+        self.record = tmp_path / "record.txt"
+        self.record.touch()
+        self.env = {**os.environ, **FAST_CLUSTER, **settings}
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.logs = tmp_path
+
+    def start(self, *flags: str) -> subprocess.Popen[bytes]:
+        log = open(self.logs / f"worker-{len(self.processes)}.log", "wb")  # noqa: SIM115
+        process = subprocess.Popen(
+            [sys.executable, str(WORKER), self.store_url, str(self.record), *flags],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.processes.append(process)
+        return process
+
+    def freeze(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGSTOP ``process`` at a moment it holds no SQLite write lock.
+
+        A frozen process keeps the file locks it holds, and SQLite has one write lock for
+        the whole database, so freezing it mid-transaction would freeze every node: a
+        documented limit of the embedded store, not what this scenario tests.
+        """
+        path = self.store_url.removeprefix("sqlite:///")
+        for _ in range(100):
+            process.send_signal(signal.SIGSTOP)
+            if not self.store_url.startswith("sqlite:"):
+                return
+            probe = sqlite3.connect(path, timeout=0.2, isolation_level=None)
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.execute("ROLLBACK")
+                return
+            except sqlite3.OperationalError:
+                process.send_signal(signal.SIGCONT)
+                time.sleep(0.01)
+            finally:
+                probe.close()
+        raise AssertionError("could not freeze the worker outside a transaction")
+
+    def lines(self, prefix: str) -> list[str]:
+        return [line for line in self.record.read_text().splitlines() if line.startswith(prefix)]
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+            process.wait(timeout=30)
+
+    def logs_text(self) -> str:
+        return "\n".join(
+            p.read_text(errors="replace")[-2000:] for p in self.logs.glob("worker-*.log")
+        )
+
+
+@pytest.fixture
+def cluster(store_url: str, tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
+    made: list[Cluster] = []
+
+    def make(**settings: str) -> Cluster:
+        made.append(Cluster(store_url, tmp_path, **settings))
+        return made[-1]
+
+    yield make
+    for c in made:
+        c.stop_all()
+
+
+def client(store_url: str) -> Ratchet:
+    app = Ratchet(store_url, coordinator="none")
+    for name, retries in (("chaos", 0), ("long", 0), ("poison", 5)):
+        app.job(name=name, max_retries=retries)(lambda *a, **k: None)
+    return app
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, c: Cluster) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{c.logs_text()}"
+        time.sleep(0.05)
+
+
+def test_sigkill_chaos_loses_nothing(cluster: Callable[..., Cluster], store_url: str) -> None:
+    """300 short jobs, three workers, one killed and restarted about every second: every
+    job ends SUCCEEDED, none is lost, none FAILED."""
+    c = cluster(RATCHET_NODE_MAX_CRASH_REDELIVERIES="20")
+    app = client(store_url)
+    ids = app.enqueue_many("chaos", [(n,) for n in range(300)])
+    workers = [c.start("--concurrency", "2") for _ in range(3)]
+    kills = 0
+    deadline = time.monotonic() + 120
+    rng = random.Random(7)
+    while app.store.count_jobs()[JobStatus.SUCCEEDED] < 300:
+        assert time.monotonic() < deadline, f"not finished\n{c.logs_text()}"
+        time.sleep(rng.uniform(0.6, 1.2))
+        victim = rng.randrange(3)
+        workers[victim].kill()
+        workers[victim].wait()
+        kills += 1
+        workers[victim] = c.start("--concurrency", "2")
+    counts = app.store.count_jobs()
+    assert counts[JobStatus.FAILED] == 0 and counts[JobStatus.RUNNING] == 0
+    ran = Counter(line.split()[1] for line in c.lines("ran "))
+    assert sorted(int(n) for n in ran) == list(range(300)), "a job never ran"
+    assert all(app.get_job(i).status is JobStatus.SUCCEEDED for i in ids)  # type: ignore[union-attr]
+    assert kills >= 3
+
+
+def _stale_worker_scenario(c: Cluster, store_url: str, *a_flags: str) -> dict[str, int]:
+    """A claims a long job and is frozen past the dead threshold; B recovers the job and
+    is still running it when A thaws and tries to record its outcome."""
+    app = client(store_url)
+    job_id = app.enqueue("long", 1, 3.0, 3.0)
+    a = c.start(*a_flags)
+    wait_until(lambda: app.get_job(job_id).status is JobStatus.RUNNING, 30, "A to claim", c)  # type: ignore[union-attr]
+    c.freeze(a)
+    c.start()
+    wait_until(lambda: app.get_job(job_id).claim_seq == 2, 30, "B to recover and claim", c)  # type: ignore[union-attr]
+    a.send_signal(signal.SIGCONT)
+    wait_until(
+        lambda: app.get_job(job_id).status is JobStatus.SUCCEEDED, 30, "the job to finish", c
+    )  # type: ignore[union-attr]
+    time.sleep(0.5)
+    job = app.get_job(job_id)
+    assert job is not None
+    return {"claim": job.result["claim"], "crash_count": job.crash_count}
+
+
+def test_stale_worker_outcome_is_rejected(cluster: Callable[..., Cluster], store_url: str) -> None:
+    """SIGSTOP a worker past the dead threshold; its job is recovered and finished by
+    another node; after SIGCONT the frozen worker's late outcome is rejected and recorded
+    only in its own execution record."""
+    c = cluster()
+    result = _stale_worker_scenario(c, store_url)
+    assert result == {"claim": 2, "crash_count": 1}
+    app = client(store_url)
+    [job] = app.list_jobs()
+    first, second = app.executions(job.id)
+    assert first.message is not None and "no longer current" in first.message
+    assert second.status.value == "SUCCEEDED"
+    wait_until(lambda: len(c.lines("ran 1 claim=1")) == 1, 10, "A's late run", c)
+
+
+def test_negative_control_without_the_fence_the_stale_worker_wins(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """The same scenario with the claim_seq fence switched off in A: A's late outcome
+    overwrites the new owner's, which is exactly what the fence prevents."""
+    c = cluster()
+    result = _stale_worker_scenario(c, store_url, "--guard-off", "fence")
+    assert result["claim"] == 1, "without the fence the stale outcome should have won"
+
+
+def _long_jobs_on_live_nodes(c: Cluster, store_url: str, *flags: str) -> list[int]:
+    app = client(store_url)
+    ids = [app.enqueue("long", n, 2.0, 2.0) for n in range(6)]
+    for _ in range(2):
+        c.start("--concurrency", "3", *flags)
+    finished = {JobStatus.SUCCEEDED, JobStatus.FAILED}
+    wait_until(
+        lambda: all(app.get_job(i).status in finished for i in ids),  # type: ignore[union-attr]
+        60,
+        "every job to finish",
+        c,
+    )
+    return [app.get_job(i).crash_count for i in ids]  # type: ignore[union-attr]
+
+
+def test_live_nodes_keep_their_jobs(cluster: Callable[..., Cluster], store_url: str) -> None:
+    """Jobs running longer than the orphan grace on nodes that keep heartbeating are never
+    taken back: each runs exactly once."""
+    c = cluster()
+    assert _long_jobs_on_live_nodes(c, store_url) == [0] * 6
+    assert len(c.lines("ran ")) == 6
+    assert client(store_url).store.count_jobs()[JobStatus.SUCCEEDED] == 6
+
+
+def test_negative_control_without_the_heartbeat_check_live_jobs_are_stolen(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """With orphan recovery ignoring heartbeats, the same jobs are taken from live nodes
+    and run again."""
+    c = cluster()
+    crash_counts = _long_jobs_on_live_nodes(c, store_url, "--guard-off", "heartbeat")
+    assert sum(crash_counts) > 0 or len(c.lines("ran ")) > 6
+
+
+def test_poison_job_dead_letters_after_the_redelivery_limit(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """A job that kills its worker every time is dead-lettered once it crashed more than
+    the redelivery limit; the workers (restarted when they die) carry on."""
+    c = cluster(RATCHET_NODE_MAX_CRASH_REDELIVERIES="2")
+    app = client(store_url)
+    poison_id = app.enqueue("poison")
+    workers = [c.start(), c.start()]
+
+    def supervise(job_id: str, status: JobStatus) -> Callable[[], bool]:
+        def check() -> bool:
+            for index, process in enumerate(workers):
+                if process.poll() is not None:
+                    workers[index] = c.start()  # what a process supervisor does
+            return app.get_job(job_id).status is status  # type: ignore[union-attr]
+
+        return check
+
+    wait_until(supervise(poison_id, JobStatus.FAILED), 60, "the poison job to be dead-lettered", c)
+    job = app.get_job(poison_id)
+    assert job is not None and job.crash_count == 2 and job.attempts == 1
+    assert "Crash redelivery limit reached" in (job.last_error or "")
+    assert len(c.lines("poison")) == 3  # the first run and two redeliveries
+    healthy = app.enqueue("chaos", 1)
+    wait_until(supervise(healthy, JobStatus.SUCCEEDED), 30, "a healthy job afterwards", c)
+
+
+def test_three_schedulers_and_a_slow_one_fire_each_instant_once(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """Four processes schedule a job every second, one of them slow to fire: each instant
+    yields exactly one run."""
+    c = cluster()
+    for _ in range(3):
+        c.start("--cron")
+    c.start("--cron", "--slow-fire", "1.5")
+    wait_until(lambda: len(c.lines("tick ")) >= 5, 60, "five ticks", c)
+    c.stop_all()
+    ticks = Counter(line.split()[1] for line in c.lines("tick "))
+    assert max(ticks.values()) == 1, f"an instant ran twice: {ticks}"
+
+
+def test_drain_releases_jobs_to_another_node_without_charge(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """SIGTERM a worker during long jobs: its claims are released at once (no crash
+    charge, no attempt used) and another node runs them."""
+    c = cluster()
+    app = client(store_url)
+    ids = [app.enqueue("long", n, 30.0, 0.1) for n in range(3)]
+    a = c.start("--concurrency", "3")
+    wait_until(
+        lambda: all(app.get_job(i).status is JobStatus.RUNNING for i in ids),
+        30,
+        "A to claim",
+        c,  # type: ignore[union-attr]
+    )
+    a.send_signal(signal.SIGTERM)
+    assert a.wait(timeout=30) == 0
+    c.start("--concurrency", "3")
+    wait_until(
+        lambda: all(app.get_job(i).status is JobStatus.SUCCEEDED for i in ids),
+        30,
+        "B to finish",
+        c,  # type: ignore[union-attr]
+    )
+    for job_id in ids:
+        job = app.get_job(job_id)
+        assert job is not None and (job.crash_count, job.attempts) == (0, 1)
+        assert job.result["claim"] == 2
+        assert app.executions(job_id)[0].message == DRAIN_RELEASED_MESSAGE
