@@ -83,6 +83,23 @@ class RatchetOptions:
     shutdown_timeout_seconds: float = _opt(
         30.0, "RATCHET_SHUTDOWN_TIMEOUT_SECONDS", "How long a drain waits for running jobs"
     )
+    job_archive_enabled: bool = _opt(
+        True, "RATCHET_JOB_ARCHIVE_ENABLED", "Move old finished jobs to the archive", kind="bool"
+    )
+    job_retention_days: float = _opt(
+        90.0, "RATCHET_JOB_RETENTION_DAYS", "Days a finished job stays before archiving"
+    )
+    job_archive_batch_size: int = _opt(
+        1000, "RATCHET_JOB_ARCHIVE_BATCH_SIZE", "Jobs archived per batch", kind="int", minimum=1
+    )
+    job_archiver_cron: str = _opt(
+        "0 1 * * *", "RATCHET_JOB_ARCHIVER_CRON", "When the archiver runs (UTC)", kind="cron"
+    )
+    log_retention_days: float = _opt(
+        30.0,
+        "RATCHET_LOG_RETENTION_DAYS",
+        "Days execution records of finished jobs are kept",
+    )
     allowed_modules: tuple[str, ...] = _opt(
         (),
         "RATCHET_ALLOWED_MODULES",
@@ -138,6 +155,10 @@ class RatchetOptions:
         return rows
 
 
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
 def _parse(spec: dataclasses.Field[Any], raw: Any, *, source: str) -> Any:
     kind = spec.metadata["kind"]
     minimum = spec.metadata["minimum"]
@@ -146,6 +167,23 @@ def _parse(spec: dataclasses.Field[Any], raw: Any, *, source: str) -> Any:
     if kind == "list":
         items = raw.split(",") if isinstance(raw, str) else list(raw)
         return tuple(str(item).strip() for item in items if str(item).strip())
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise ConfigurationError(
+            f"{source} is {raw!r}, which is not a yes/no value. Use true or false."
+        )
+    if kind == "cron":
+        from ratchet._cron import CronSchedule
+        from ratchet.errors import InvalidCronError
+
+        try:
+            return CronSchedule(str(raw).strip()).expression
+        except InvalidCronError as exc:
+            raise ConfigurationError(f"{source}: {exc}") from None
     try:
         if isinstance(raw, bool):
             raise TypeError("booleans are not numbers here")

@@ -191,3 +191,6 @@ class ExampleJobStore(JobStore):
 
     def purge_failed_jobs(self, *, older_than_seconds: float) -> int:
         raise NotImplementedError
+
+    def purge_executions(self, *, older_than_seconds: float, batch_size: int) -> int:
+        raise NotImplementedError

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ratchet._engine.archiver import Archiver
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.heartbeat import heartbeat_interval, retry_delay
 from ratchet._engine.polling import AdaptivePolling
@@ -82,6 +83,7 @@ class Worker:
         self.executor = JobExecutor(self.runner, self.concurrency, on_done=self._slot_freed)
         self._wake = threading.Event()
         self._recurring_wake = threading.Event()
+        self.archiver = Archiver(app.store, options, app.node_id)
         self.recurring = RecurringScheduler(app, max_sleep=options.recurring_poll_max_seconds)
         self._claiming = threading.Event()
         self._stop_timers = threading.Event()
@@ -306,13 +308,31 @@ class Worker:
     # -- maintenance ---------------------------------------------------------------------
 
     def _maintenance_loop(self) -> None:
+        """Orphan scans every interval (desynchronised between nodes) and the archiver at
+        its cron instants."""
         interval = self.options.orphan_scan_interval_minutes * 60.0
-        # Desynchronise nodes started together.
-        while not self._stop_timers.wait(interval * random.uniform(0.5, 1.0)):
+        next_scan = time.monotonic() + interval * random.uniform(0.5, 1.0)
+        while True:
+            wait = next_scan - time.monotonic()
             try:
-                self.scan_orphans()
+                until_archive = self.archiver.seconds_until_due(self.store.database_time())
+            except Exception:
+                until_archive = None
+            if until_archive is not None:
+                wait = min(wait, until_archive + 0.001)
+            if self._stop_timers.wait(max(wait, 0.0)):
+                return
+            if time.monotonic() >= next_scan:
+                next_scan = time.monotonic() + interval * random.uniform(0.9, 1.1)
+                try:
+                    self.scan_orphans()
+                except Exception as exc:
+                    self._store_error("scan for orphaned jobs", exc, interval)
+            try:
+                if self.archiver.due(self.store.database_time()):
+                    self.archiver.run()
             except Exception as exc:
-                self._store_error("scan for orphaned jobs", exc, interval)
+                self._store_error("archive finished jobs", exc, interval)
 
     def scan_orphans(self) -> OrphanRecovery | None:
         """One orphan scan under the cluster-wide lock; ``None`` when another node holds it."""

@@ -325,6 +325,11 @@ class ArchiveStore(ABC):
     def purge_failed_jobs(self, *, older_than_seconds: float) -> int:
         """Delete FAILED jobs finished before the cut-off. Idempotency keys stay reserved."""
 
+    @abstractmethod
+    def purge_executions(self, *, older_than_seconds: float, batch_size: int) -> int:
+        """Delete up to ``batch_size`` closed execution records that finished before the
+        cut-off; records still RUNNING are never deleted."""
+
 
 class JobStore(
     JobQueue,

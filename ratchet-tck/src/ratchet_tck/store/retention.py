@@ -172,3 +172,17 @@ class ArchiveContracts(StoreSuiteBase):
         assert store.purge_failed_jobs(older_than_seconds=0) == 1
         assert store.get_job(dead) is None
         assert self.get(store, ok).status is JobStatus.SUCCEEDED
+
+    @contract("archive", Level.ADVANCED)
+    def test_purge_executions_keeps_open_records(self, store: JobStore) -> None:
+        """``purge_executions`` deletes closed records older than the cut-off, at most
+        ``batch_size`` per call, and never a RUNNING one."""
+        done = [self._finished(store, JobStatus.SUCCEEDED) for _ in range(3)]
+        running = self.running(store)
+        assert store.purge_executions(older_than_seconds=3600, batch_size=10) == 0
+        self.sleep_past(0.05)
+        assert store.purge_executions(older_than_seconds=0, batch_size=2) == 2
+        assert store.purge_executions(older_than_seconds=0, batch_size=2) == 1
+        assert all(store.list_executions(i) == [] for i in done)
+        assert len(store.list_executions(running.id)) == 1
+        assert self.get(store, done[0]).status is JobStatus.SUCCEEDED

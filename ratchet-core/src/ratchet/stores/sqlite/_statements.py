@@ -277,3 +277,10 @@ SKIP_FIRE = """
 INSERT OR IGNORE INTO ratchet_recurring_fire (recurring_id, fire_time, job_id)
 VALUES (:recurring_id, :fire_time, NULL)
 """
+
+PURGE_EXECUTIONS = """
+DELETE FROM ratchet_execution WHERE (job_id, claim_seq) IN (
+    SELECT job_id, claim_seq FROM ratchet_execution
+    WHERE status <> 'RUNNING' AND finished_at < :now - :age
+    LIMIT :limit)
+"""

@@ -847,6 +847,15 @@ class SQLiteJobStore(JobStore):
                 conn.execute(sql.DELETE_JOB, {"id": job_id})
             return len(ids)
 
+    def purge_executions(self, *, older_than_seconds: float, batch_size: int) -> int:
+        with self._write() as (conn, now):
+            return int(
+                conn.execute(
+                    sql.PURGE_EXECUTIONS,
+                    {"now": now, "age": older_than_seconds, "limit": batch_size},
+                ).rowcount
+            )
+
     def purge_failed_jobs(self, *, older_than_seconds: float) -> int:
         with self._write() as (conn, now):
             ids = conn.execute(

@@ -1,0 +1,87 @@
+"""Retention: move old finished jobs to the archive and drop old execution records.
+
+Runs at the instants of ``RATCHET_JOB_ARCHIVER_CRON`` (UTC), on one node at a time (a
+store lock), in batches so no transaction grows with the backlog. Idempotency keys are
+kept by the store, so archived jobs still block duplicate submissions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from ratchet._config import RatchetOptions
+from ratchet._cron import CronSchedule
+from ratchet.spi import JobStore
+
+__all__ = ["Archiver"]
+
+log = logging.getLogger("ratchet.archiver")
+
+ARCHIVER_LOCK = "ratchet:archiver"
+MAX_BATCHES_PER_RUN = 1000
+DAY = 86_400.0
+
+
+class Archiver:
+    """Knows when it is next due and does one retention pass."""
+
+    def __init__(self, store: JobStore, options: RatchetOptions, node_id: str) -> None:
+        self.store = store
+        self.options = options
+        self.node_id = node_id
+        self.schedule = CronSchedule(options.job_archiver_cron)
+        self.next_run: datetime | None = None
+
+    def due(self, now: datetime) -> bool:
+        """True when a cron instant passed since the last check (the first check only
+        schedules)."""
+        if not self.options.job_archive_enabled:
+            return False
+        if self.next_run is None:
+            self.next_run = self.schedule.next_after(now)
+            return False
+        if now < self.next_run:
+            return False
+        self.next_run = self.schedule.next_after(now)
+        return True
+
+    def seconds_until_due(self, now: datetime) -> float | None:
+        if not self.options.job_archive_enabled or self.next_run is None:
+            return None
+        return max((self.next_run - now).total_seconds(), 0.0)
+
+    def run(self) -> tuple[int, int] | None:
+        """One pass under the archiver lock: ``(jobs archived, execution records purged)``,
+        or ``None`` when another node holds the lock."""
+        if not self.store.try_lock(ARCHIVER_LOCK, 3600.0, self.node_id):
+            return None
+        try:
+            archived = self._drain(
+                lambda batch: self.store.archive_finished_jobs(
+                    older_than_seconds=self.options.job_retention_days * DAY, batch_size=batch
+                )
+            )
+            purged = self._drain(
+                lambda batch: self.store.purge_executions(
+                    older_than_seconds=self.options.log_retention_days * DAY, batch_size=batch
+                )
+            )
+        finally:
+            self.store.release_lock(ARCHIVER_LOCK, self.node_id)
+        if archived or purged:
+            log.info(
+                "Archived %d finished job(s); purged %d execution record(s).", archived, purged
+            )
+        return archived, purged
+
+    def _drain(self, step: Callable[[int], int]) -> int:
+        total = 0
+        batch = self.options.job_archive_batch_size
+        for _ in range(MAX_BATCHES_PER_RUN):
+            moved = step(batch)
+            total += moved
+            if moved < batch:
+                break
+        return total
