@@ -57,7 +57,6 @@ def test_unknown_store_scheme_names_the_package(monkeypatch: pytest.MonkeyPatch)
     assert "'postgres'" in message and "Installed: 'memory', 'sqlite'" in message
     assert "Did you mean 'postgresql'?" in message
     assert "pip install ratchet-store-postgresql" in message
-    assert "Disabled by RATCHET_DISABLED_PLUGINS: postgresql" in message
 
 
 def test_malformed_store_urls() -> None:
