@@ -7,6 +7,7 @@ Backend and conformance-kit sessions join this file as their packages land.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -21,6 +22,7 @@ JUNIT = ROOT / "artifacts" / "junit"
 PACKAGES = {
     "ratchet-core": "ratchet-core",
     "ratchet-tck": "ratchet-tck",
+    "coordinators/ratchet-coordinator-redis": "ratchet-coordinator-redis",
 }
 REPORTS = ROOT / "artifacts" / "tck"
 
@@ -85,6 +87,16 @@ def _certify(session: nox.Session, name: str, *target: str) -> None:
 def certify_memory(session: nox.Session) -> None:
     """Certify the built-in memory:// store."""
     _certify(session, "certify-memory", "--store", "memory://")
+
+
+@nox.session(name="certify-coordinator-redis")
+def certify_coordinator_redis(session: nox.Session) -> None:
+    """Certify the Redis coordinator against the real server (scripts/services)."""
+    url = os.environ.get("RATCHET_TEST_REDIS_URL")
+    if not url:
+        session.error("RATCHET_TEST_REDIS_URL is not set: run scripts/services up redis")
+    session.env["RATCHET_REDIS_URL"] = url
+    _certify(session, "certify-coordinator-redis", "--coordinator", "redis")
 
 
 @nox.session(name="certify-sqlite")

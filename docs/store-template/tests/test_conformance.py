@@ -7,9 +7,9 @@ import os
 from collections.abc import Callable, Iterator
 
 import pytest
-from ratchet_store_example import ExampleJobStore
 
 from ratchet.spi import JobStore
+from ratchet_store_example import ExampleJobStore
 from ratchet_tck import Capabilities, JobStoreSuite
 
 URL = os.environ.get("EXAMPLE_TEST_URL", "example://localhost/ratchet_tck")

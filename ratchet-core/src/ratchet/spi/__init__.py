@@ -32,6 +32,7 @@ from ratchet._types import (
 from ratchet._uuid import new_job_id
 from ratchet.spi._broadcast import (
     ENVELOPE_VERSION,
+    RESYNC_SOURCE,
     BroadcastClusterCoordinator,
     CoordinatorMetrics,
     decode_envelope,
@@ -68,6 +69,7 @@ __all__ = [
     "DRAIN_RELEASED_MESSAGE",
     "ENVELOPE_VERSION",
     "ORPHAN_RECOVERED_MESSAGE",
+    "RESYNC_SOURCE",
     "STALE_EXECUTION_MESSAGE",
     "TERMINAL_STATUSES",
     "ArchiveStore",

@@ -27,6 +27,7 @@ from ratchet.spi._runtime import ClusterCoordinator, WakeupHint
 
 __all__ = [
     "ENVELOPE_VERSION",
+    "RESYNC_SOURCE",
     "BroadcastClusterCoordinator",
     "CoordinatorMetrics",
     "decode_envelope",
@@ -36,6 +37,8 @@ __all__ = [
 log = logging.getLogger("ratchet.coordinator")
 
 ENVELOPE_VERSION = 2
+RESYNC_SOURCE = "ratchet:reconnected"
+"""Source node of the local hint a coordinator gives its own listeners after reconnecting."""
 PRE_REGISTRATION_CAPACITY = 256
 
 
@@ -149,6 +152,17 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
     def metrics(self) -> CoordinatorMetrics:
         with self._lock:
             return CoordinatorMetrics(**self._counts)
+
+    def resync(self) -> None:
+        """Wake this node's listeners once after the transport reconnected: hints published
+        while it was away are lost, so the node should poll now. Not counted as received."""
+        if self._closed:
+            return
+        with self._lock:
+            listeners = list(self._listeners)
+        hint = WakeupHint(priority=4, source_node=RESYNC_SOURCE, execution_target=None)
+        for listener in listeners:
+            self._call(listener, hint)
 
     # -- receiving -----------------------------------------------------------------------
 

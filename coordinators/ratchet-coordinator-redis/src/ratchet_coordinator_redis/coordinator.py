@@ -1,0 +1,113 @@
+"""RedisClusterCoordinator: wakeup hints on a Redis pub/sub channel.
+
+Pub/sub is fire-and-forget, which fits hints: a node that misses one still polls. A
+dedicated thread holds the subscription; when the connection drops it reconnects with
+full-jitter exponential backoff (0.2 s up to 30 s) and, once subscribed again, wakes the
+local poller (``resync``), because hints published meanwhile are lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+from typing import Any
+
+import redis
+
+from ratchet._redact import redact
+from ratchet.spi import BroadcastClusterCoordinator
+
+__all__ = ["DEFAULT_CHANNEL", "RedisClusterCoordinator"]
+
+log = logging.getLogger("ratchet.coordinator.redis")
+
+DEFAULT_CHANNEL = "ratchet:wakeup"
+BACKOFF_START, BACKOFF_MAX = 0.2, 30.0
+ERROR_AFTER_FAILURES = 10
+
+
+class RedisClusterCoordinator(BroadcastClusterCoordinator):
+    """Publishes hints to ``channel`` and delivers what it receives there."""
+
+    def __init__(
+        self, url: str, node_id: str, *, channel: str = DEFAULT_CHANNEL, ready_timeout: float = 10.0
+    ) -> None:
+        super().__init__(node_id)
+        self.channel = channel
+        self._where = redact(url)
+        self._client = redis.Redis.from_url(
+            url, socket_connect_timeout=5, socket_keepalive=True, health_check_interval=5
+        )
+        self._stop = threading.Event()
+        self._subscribed = threading.Event()
+        self._thread = threading.Thread(
+            target=self._listen, name=f"ratchet-redis-{node_id}", daemon=True
+        )
+        self._thread.start()
+        if not self._subscribed.wait(ready_timeout):
+            log.warning(
+                "Redis coordinator on %s is not subscribed yet; it keeps trying and nodes "
+                "poll meanwhile.",
+                self._where,
+            )
+
+    @classmethod
+    def from_environment(cls, _options: Any, _store: Any, node_id: str) -> RedisClusterCoordinator:
+        """The plugin factory: ``RATCHET_REDIS_URL`` and ``RATCHET_REDIS_CHANNEL``."""
+        return cls(
+            os.environ["RATCHET_REDIS_URL"],
+            node_id,
+            channel=os.environ.get("RATCHET_REDIS_CHANNEL") or DEFAULT_CHANNEL,
+        )
+
+    @property
+    def ready(self) -> bool:
+        """Subscribed right now."""
+        return self._subscribed.is_set()
+
+    def publish(self, payload: str) -> None:
+        self._client.publish(self.channel, payload)
+
+    def close_transport(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._client.close()
+
+    def _listen(self) -> None:
+        failures = 0
+        delay = BACKOFF_START
+        while not self._stop.is_set():
+            pubsub = self._client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]  # redis-py leaves pubsub() unannotated
+            try:
+                pubsub.subscribe(self.channel)
+                while not self._stop.is_set():
+                    message = pubsub.get_message(timeout=0.5)
+                    if not self._subscribed.is_set() and pubsub.subscribed:
+                        self._subscribed.set()
+                        if failures:
+                            log.info("Redis coordinator reconnected to %s.", self._where)
+                            self.resync()
+                        failures, delay = 0, BACKOFF_START
+                    if message is not None and message.get("type") == "message":
+                        self.deliver(message["data"])
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                self._subscribed.clear()
+                failures += 1
+                level = logging.ERROR if failures >= ERROR_AFTER_FAILURES else logging.WARNING
+                if failures == 1 or failures % ERROR_AFTER_FAILURES == 0:
+                    log.log(
+                        level,
+                        "Redis coordinator lost %s (%s); reconnecting (attempt %d).",
+                        self._where,
+                        redact(str(exc)),
+                        failures,
+                    )
+                self._stop.wait(random.uniform(0, delay))  # full jitter
+                delay = min(delay * 2, BACKOFF_MAX)
+            finally:
+                try:
+                    pubsub.close()
+                except Exception:
+                    log.debug("closing a broken pub/sub connection failed", exc_info=True)
