@@ -22,6 +22,7 @@ JUNIT = ROOT / "artifacts" / "junit"
 PACKAGES = {
     "ratchet-core": "ratchet-core",
     "ratchet-tck": "ratchet-tck",
+    "stores/ratchet-store-postgresql": "ratchet-store-postgresql",
     "coordinators/ratchet-coordinator-redis": "ratchet-coordinator-redis",
 }
 REPORTS = ROOT / "artifacts" / "tck"
@@ -87,6 +88,17 @@ def _certify(session: nox.Session, name: str, *target: str) -> None:
 def certify_memory(session: nox.Session) -> None:
     """Certify the built-in memory:// store."""
     _certify(session, "certify-memory", "--store", "memory://")
+
+
+@nox.session(name="certify-postgresql")
+def certify_postgresql(session: nox.Session) -> None:
+    """Certify the PostgreSQL store on its own database, ratchet_tck_pg (created if missing)."""
+    server = os.environ.get("RATCHET_TEST_POSTGRESQL_URL")
+    if not server:
+        session.error("RATCHET_TEST_POSTGRESQL_URL is not set: run scripts/services up postgresql")
+    url = server.rsplit("/", 1)[0] + "/ratchet_tck_pg"
+    session.run("python", "-m", "ratchet_store_postgresql.testing", url)
+    _certify(session, "certify-postgresql", "--store", url, "--erase")
 
 
 @nox.session(name="certify-coordinator-redis")

@@ -160,3 +160,23 @@ def test_errors_share_one_root() -> None:
     for name in ratchet.errors.__all__:
         assert issubclass(getattr(ratchet.errors, name), ratchet.RatchetError)
     assert issubclass(ratchet.InvalidCronError, ValueError)
+
+
+def test_secrets_are_redacted_from_urls() -> None:
+    from ratchet._redact import redact
+
+    assert redact("postgresql://app:s3cret@db/x") == "postgresql://app:***@db/x"
+    assert redact("failed: host=db password=s3cret port=5") == "failed: host=db password=*** port=5"
+    assert redact("mongodb://db/x?authSource=admin&password=s3cret&tls=true") == (
+        "mongodb://db/x?authSource=admin&password=***&tls=true"
+    )
+    assert redact("stomp://guest@broker:61613") == "stomp://guest@broker:61613"
+
+
+def test_transactional_enqueue_needs_a_capable_store(app: Ratchet) -> None:
+    @app.job
+    def work() -> None: ...
+
+    with pytest.raises(ratchet.RatchetError, match="cannot enqueue inside your transaction"):
+        app.enqueue_in(object(), work)
+    assert app.list_jobs() == []

@@ -58,7 +58,9 @@ def unavailable(options: object, store: object) -> str | None:
 
 
 def registry_with(*coordinators: CoordinatorPlugin) -> PluginRegistry:
+    """ratchet-core's own plugins plus fakes: independent of what else is installed."""
     base = PluginRegistry.load(disabled="")
+    base.plugins = [p for p in base.plugins if p.distribution == "ratchet-core"]
     fake = LoadedPlugin(
         name="fake", distribution="fake-dist", state="loaded", coordinators=coordinators
     )

@@ -39,6 +39,7 @@ from ratchet.spi import (
     RetryPolicy,
     StartupCoordinator,
     StoreStartupCoordinator,
+    SupportsTransactionalEnqueue,
     WakeupHint,
 )
 
@@ -394,6 +395,42 @@ class Ratchet:
         self.store.enqueue_many(jobs)
         self._announce(max(job.priority for job in jobs))
         return [job.id for job in jobs]
+
+    def enqueue_in(
+        self, connection: Any, func: Callable[..., Any] | str, *args: Any, **kwargs: Any
+    ) -> str:
+        """Enqueue inside the caller's open transaction on ``connection``: workers see the
+        job only after the caller commits, and a rollback removes it. Needs a store with
+        transactional enqueue (PostgreSQL: a psycopg connection or an SQLAlchemy
+        Connection/Session). No wakeup is sent: workers find the job at their next poll."""
+        return self.builder(func, *args, **kwargs).submit_in(connection)
+
+    def enqueue_many_in(
+        self, connection: Any, func: Callable[..., Any] | str, arguments: Iterable[Iterable[Any]]
+    ) -> list[str]:
+        """:meth:`enqueue_many` inside the caller's open transaction on ``connection``."""
+        definition = self.definition(func)
+        jobs = [
+            self._new_job(JobBuilder.for_definition(self, definition, tuple(args), {}))
+            for args in arguments
+        ]
+        if jobs:
+            self._transactional_store().enqueue_many_in(connection, jobs)
+        return [job.id for job in jobs]
+
+    def _submit_in(self, connection: Any, builder: JobBuilder) -> str:
+        job = self._new_job(builder)
+        self._transactional_store().enqueue_in(connection, job)
+        return job.id
+
+    def _transactional_store(self) -> SupportsTransactionalEnqueue:
+        if not isinstance(self.store, SupportsTransactionalEnqueue):
+            raise RatchetError(
+                f"The store {self.store.describe()} cannot enqueue inside your transaction "
+                "(it has no enqueue_in). Use a store that supports it, such as "
+                "ratchet-store-postgresql, or enqueue after your commit."
+            )
+        return self.store
 
     def _submit(self, builder: JobBuilder) -> str:
         job = self._new_job(builder)

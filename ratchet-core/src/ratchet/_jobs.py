@@ -227,3 +227,8 @@ class JobBuilder:
     def submit(self) -> str:
         """Enqueue; returns the job id."""
         return self.app._submit(self)
+
+    def submit_in(self, connection: Any) -> str:
+        """Enqueue inside the caller's open transaction on ``connection`` (visible to
+        workers after the caller commits, gone on rollback); returns the job id."""
+        return self.app._submit_in(connection, self)

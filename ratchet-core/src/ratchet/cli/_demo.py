@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ratchet._app import Ratchet
 from ratchet._context import current_job
+from ratchet._redact import redact
 from ratchet._types import BackoffPolicy, JobStatus
 from ratchet.cli import _output
 
@@ -42,7 +43,7 @@ def run_demo(store_url: str | None) -> int:
     if store_url is None:
         workdir = Path(tempfile.mkdtemp(prefix="ratchet-demo-"))
         store_url = f"sqlite:///{workdir / 'ratchet-demo.db'}"
-    print(f"Ratchet demo on {store_url}\n")
+    print(f"Ratchet demo on {redact(store_url)}\n")
     # The worker's own log lines would interleave with the summary; failures still show.
     logging.getLogger("ratchet").setLevel(logging.ERROR)
     app = Ratchet(
@@ -100,7 +101,7 @@ def run_demo(store_url: str | None) -> int:
     )
     print()
     flaky_id = list(expected)[1]
-    print(f"Attempts of the flaky job (ratchet jobs show {flaky_id} --store {store_url}):")
+    print(f"Attempts of the flaky job (ratchet jobs show {flaky_id} --store {redact(store_url)}):")
     for execution in app.executions(flaky_id):
         message = _output.first_line(execution.message, 70)
         print(f"  attempt {execution.attempt}: {execution.status.value} {message}")

@@ -38,7 +38,11 @@ from ratchet.spi._broadcast import (
     decode_envelope,
     encode_envelope,
 )
-from ratchet.spi._capabilities import SupportsSchema, SupportsTestReset
+from ratchet.spi._capabilities import (
+    SupportsSchema,
+    SupportsTestReset,
+    SupportsTransactionalEnqueue,
+)
 from ratchet.spi._runtime import (
     ClassPolicy,
     ClusterCoordinator,
@@ -105,6 +109,7 @@ __all__ = [
     "StoreStartupCoordinator",
     "SupportsSchema",
     "SupportsTestReset",
+    "SupportsTransactionalEnqueue",
     "WakeupHint",
     "decode_envelope",
     "encode_envelope",

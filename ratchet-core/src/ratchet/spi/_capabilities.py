@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["SupportsSchema", "SupportsTestReset"]
+from ratchet._types import NewJob
+
+__all__ = ["SupportsSchema", "SupportsTestReset", "SupportsTransactionalEnqueue"]
 
 
 @runtime_checkable
@@ -29,4 +32,25 @@ class SupportsTestReset(Protocol):
 
     def reset_for_tests(self) -> None:
         """Delete every row Ratchet stores, leaving the schema in place."""
+        ...
+
+
+@runtime_checkable
+class SupportsTransactionalEnqueue(Protocol):
+    """A store that can enqueue inside a transaction the application controls.
+
+    The job becomes visible to workers only when the caller commits, and vanishes if the
+    caller rolls back. What ``connection`` may be (a driver connection, an SQLAlchemy
+    ``Connection`` or ``Session``) is the store's to document.
+    """
+
+    def enqueue_in(self, connection: Any, job: NewJob) -> None:
+        """Insert ``job`` in ``connection``'s current transaction, without committing.
+
+        Same checks and errors as ``enqueue``; a conflict must leave the caller's
+        transaction usable."""
+        ...
+
+    def enqueue_many_in(self, connection: Any, jobs: Sequence[NewJob]) -> None:
+        """Insert ``jobs`` all-or-nothing in ``connection``'s current transaction."""
         ...

@@ -1,0 +1,118 @@
+"""Schema: plain SQL migrations, an idempotent migrator safe for nodes starting together,
+the plugin registration and the ``ratchet schema`` commands."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from functools import partial
+
+import psycopg
+import pytest
+
+from ratchet.plugins import PluginRegistry
+from ratchet.spi import SupportsSchema, SupportsTestReset
+from ratchet_store_postgresql import PostgreSQLJobStore, schema_sql
+from ratchet_store_postgresql.schema import migrations
+from ratchet_store_postgresql.testing import ensure_database, with_database
+from ratchet_tck.store import run_concurrently
+
+TABLES = {
+    "ratchet_job",
+    "ratchet_job_tag",
+    "ratchet_idempotency_key",
+    "ratchet_execution",
+    "ratchet_node",
+    "ratchet_lock",
+    "ratchet_recurring",
+    "ratchet_recurring_fire",
+    "ratchet_job_archive",
+}
+
+
+def test_schema_sql_is_every_migration_without_a_connection() -> None:
+    text = schema_sql()
+    assert [m.name for m in migrations()] == ["0001_initial.sql"]
+    for table in TABLES | {"ratchet_schema_version"}:
+        assert f"CREATE TABLE {table}" in text or f"EXISTS {table}" in text, table
+    assert "WHERE status = 'PENDING'" in text  # the partial claim index
+
+
+def test_plugin_is_registered_and_import_light() -> None:
+    """The entry point serves both schemes; loading it does not import psycopg."""
+    registry = PluginRegistry.load()
+    plugin = registry.store_plugin_for("postgresql+psycopg://u@h/db")
+    assert (plugin.name, plugin.package) == ("postgresql", "ratchet-store-postgresql")
+    assert registry.store_plugin_for("postgresql://u@h/db") is plugin
+    code = (
+        "import sys, ratchet_store_postgresql._plugin as p; p.ratchet_job_stores(); "
+        "print('psycopg' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_ratchet_schema_show_prints_the_ddl() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "ratchet", "schema", "show", "postgresql"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "CREATE INDEX ratchet_job_claim" in out.stdout
+
+
+@pytest.fixture
+def empty_database(postgresql_url: str) -> Iterator[str]:
+    """A new database with nothing in it, dropped after the test."""
+    name = f"ratchet_test_pg_{uuid.uuid4().hex[:10]}"
+    url = with_database(postgresql_url, name)
+    ensure_database(url)
+    yield url
+    with psycopg.connect(with_database(postgresql_url, "postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.mark.server
+def test_concurrent_nodes_apply_each_migration_once(empty_database: str) -> None:
+    """Six stores open an empty database at once: one applies 0001, the others wait on the
+    advisory lock and find nothing to do; applying again is a no-op."""
+    stores = [
+        PostgreSQLJobStore.from_url(empty_database, auto_migrate=False, pool_min_size=1)
+        for _ in range(6)
+    ]
+    try:
+        results = run_concurrently([partial(store.apply_schema) for store in stores])
+        assert sorted(map(str, results)) == ["['0001_initial.sql']"] + ["[]"] * 5
+        assert stores[0].apply_schema() == []
+    finally:
+        for store in stores:
+            store.close()
+    with psycopg.connect(empty_database) as conn:
+        versions = conn.execute("SELECT version, name FROM ratchet_schema_version").fetchall()
+        tables = {row[0] for row in conn.execute("SELECT tablename FROM pg_tables")}
+    assert versions == [(1, "0001_initial.sql")]
+    assert tables >= TABLES
+
+
+@pytest.mark.server
+def test_ratchet_schema_apply_command(empty_database: str) -> None:
+    """``ratchet schema apply URL`` creates the schema, then reports it up to date."""
+    command = [sys.executable, "-m", "ratchet", "schema", "apply", empty_database]
+    first = subprocess.run(command, capture_output=True, text=True, check=True)
+    again = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert "Applied: 0001_initial.sql" in first.stdout
+    assert "up to date" in again.stdout
+    assert ":ratchet@" not in first.stdout + again.stdout
+
+
+@pytest.mark.server
+def test_reset_for_tests_empties_data_but_keeps_the_schema(store: PostgreSQLJobStore) -> None:
+    assert isinstance(store, SupportsSchema) and isinstance(store, SupportsTestReset)
+    store.register_node("n")
+    assert store.try_lock("l", 10, "n")
+    store.reset_for_tests()
+    assert store.list_nodes() == [] and store.try_lock("l", 10, "other")
+    assert store.apply_schema() == []
