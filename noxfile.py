@@ -24,6 +24,7 @@ PACKAGES = {
     "ratchet-tck": "ratchet-tck",
     "stores/ratchet-store-postgresql": "ratchet-store-postgresql",
     "coordinators/ratchet-coordinator-redis": "ratchet-coordinator-redis",
+    "coordinators/ratchet-coordinator-pg": "ratchet-coordinator-pg",
 }
 REPORTS = ROOT / "artifacts" / "tck"
 
@@ -109,6 +110,16 @@ def certify_coordinator_redis(session: nox.Session) -> None:
         session.error("RATCHET_TEST_REDIS_URL is not set: run scripts/services up redis")
     session.env["RATCHET_REDIS_URL"] = url
     _certify(session, "certify-coordinator-redis", "--coordinator", "redis")
+
+
+@nox.session(name="certify-coordinator-pg")
+def certify_coordinator_pg(session: nox.Session) -> None:
+    """Certify the LISTEN/NOTIFY coordinator against the real server."""
+    url = os.environ.get("RATCHET_TEST_POSTGRESQL_URL")
+    if not url:
+        session.error("RATCHET_TEST_POSTGRESQL_URL is not set: run scripts/services up postgresql")
+    session.env["RATCHET_PG_COORDINATOR_URL"] = url
+    _certify(session, "certify-coordinator-pg", "--coordinator", "pg")
 
 
 @nox.session(name="certify-sqlite")

@@ -1,0 +1,156 @@
+"""PostgreSQLClusterCoordinator: wakeup hints with LISTEN/NOTIFY.
+
+A dedicated autocommit connection LISTENs on the channel; hints are sent with
+``pg_notify`` on a second connection. NOTIFY is delivered to listeners connected at the
+time it is committed, which fits hints: a node that misses one still polls. When the
+listening connection breaks (server restart, ``pg_terminate_backend``) the thread
+reconnects with full-jitter exponential backoff (0.2 s to 30 s) and then wakes the local
+poller once (``resync``), because notifications sent meanwhile are lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import threading
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from ratchet._redact import redact
+from ratchet.spi import BroadcastClusterCoordinator
+
+__all__ = ["DEFAULT_CHANNEL", "PostgreSQLClusterCoordinator"]
+
+log = logging.getLogger("ratchet.coordinator.pg")
+
+DEFAULT_CHANNEL = "ratchet_wakeup"
+BACKOFF_START, BACKOFF_MAX = 0.2, 30.0
+ERROR_AFTER_FAILURES = 10
+MAX_PAYLOAD_BYTES = 7999  # PostgreSQL's NOTIFY payload limit is 8000 bytes
+_CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
+    """Hints through ``NOTIFY channel`` on the PostgreSQL server of ``conninfo``."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        node_id: str,
+        *,
+        channel: str = DEFAULT_CHANNEL,
+        ready_timeout: float = 10.0,
+    ) -> None:
+        if not _CHANNEL.fullmatch(channel):
+            raise ValueError(
+                f"LISTEN/NOTIFY channel {channel!r} must be a plain identifier "
+                "(letters, digits, underscores; at most 63 characters)."
+            )
+        super().__init__(node_id)
+        self.channel = channel
+        self._conninfo = conninfo
+        self._where = redact(conninfo)
+        self._application_name = f"ratchet-listen-{node_id}"[:63]
+        self._sender_name = f"ratchet-notify-{node_id}"[:63]
+        self._send_lock = threading.Lock()
+        self._sender: psycopg.Connection[Any] | None = None
+        self._stop = threading.Event()
+        self._listening = threading.Event()
+        self._thread = threading.Thread(
+            target=self._listen, name=f"ratchet-pg-listen-{node_id}", daemon=True
+        )
+        self._thread.start()
+        if not self._listening.wait(ready_timeout):
+            log.warning(
+                "LISTEN/NOTIFY coordinator is not listening yet; it keeps trying and nodes "
+                "poll meanwhile."
+            )
+
+    @classmethod
+    def for_store(cls, _options: Any, store: Any, node_id: str) -> PostgreSQLClusterCoordinator:
+        """The plugin factory: ``RATCHET_PG_COORDINATOR_URL`` if set, else the store's own
+        database; channel ``RATCHET_PG_CHANNEL`` (default ``ratchet_wakeup``)."""
+        url = os.environ.get("RATCHET_PG_COORDINATOR_URL", "").strip()
+        # The libpq URL form: drop a driver suffix such as "postgresql+psycopg".
+        conninfo = "postgresql://" + url.partition("://")[2] if url else store.conninfo
+        channel = os.environ.get("RATCHET_PG_CHANNEL") or DEFAULT_CHANNEL
+        return cls(conninfo, node_id, channel=channel)
+
+    @property
+    def ready(self) -> bool:
+        """LISTENing right now."""
+        return self._listening.is_set()
+
+    @property
+    def application_names(self) -> tuple[str, str]:
+        """``application_name`` of the listening and the sending connection (to find them
+        in ``pg_stat_activity``)."""
+        return self._application_name, self._sender_name
+
+    def publish(self, payload: str) -> None:
+        if len(payload.encode()) > MAX_PAYLOAD_BYTES:
+            raise ValueError("wakeup envelope exceeds the NOTIFY payload limit")
+        with self._send_lock:
+            try:
+                if self._sender is None or self._sender.closed:
+                    self._sender = psycopg.connect(
+                        self._conninfo,
+                        autocommit=True,
+                        connect_timeout=5,
+                        application_name=self._sender_name,
+                    )
+                self._sender.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
+            except psycopg.Error:
+                if self._sender is not None:
+                    self._sender.close()
+                self._sender = None
+                raise
+
+    def close_transport(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        with self._send_lock:
+            if self._sender is not None:
+                self._sender.close()
+                self._sender = None
+
+    def _listen(self) -> None:
+        failures = 0
+        delay = BACKOFF_START
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(
+                    self._conninfo,
+                    autocommit=True,
+                    connect_timeout=5,
+                    application_name=self._application_name,
+                    keepalives=1,
+                    keepalives_idle=10,
+                ) as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    self._listening.set()
+                    if failures:
+                        log.info("LISTEN/NOTIFY coordinator reconnected.")
+                        self.resync()
+                    failures, delay = 0, BACKOFF_START
+                    while not self._stop.is_set():
+                        for notify in conn.notifies(timeout=0.5):
+                            self.deliver(notify.payload)
+            except psycopg.Error as exc:
+                self._listening.clear()
+                failures += 1
+                if failures == 1 or failures % ERROR_AFTER_FAILURES == 0:
+                    level = logging.ERROR if failures >= ERROR_AFTER_FAILURES else logging.WARNING
+                    log.log(
+                        level,
+                        "LISTEN/NOTIFY connection lost (%s); reconnecting (attempt %d).",
+                        redact(str(exc)).strip(),
+                        failures,
+                    )
+                self._stop.wait(random.uniform(0, delay))  # full jitter
+                delay = min(delay * 2, BACKOFF_MAX)
+        self._listening.clear()

@@ -1,0 +1,84 @@
+"""Conformance-kit harness for the LISTEN/NOTIFY coordinator (``ratchet-tck certify
+--coordinator pg``): a real server; the transport is broken by terminating the listening
+connections with ``pg_terminate_backend`` and blocking new ones; raw payloads are sent with
+``pg_notify`` from a separate connection."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from typing import Any
+
+import psycopg
+
+from ratchet.spi import ClusterCoordinator
+from ratchet_coordinator_pg.coordinator import PostgreSQLClusterCoordinator
+from ratchet_tck import Capabilities, CoordinatorHarness
+
+
+class PostgreSQLHarness(CoordinatorHarness):
+    """Each harness uses its own channel, so concurrent runs do not hear each other."""
+
+    max_latency = 2.0
+    capabilities = Capabilities(transport_failure=True, raw_injection=True)
+
+    def __init__(self, url: str | None = None) -> None:
+        url = (
+            url
+            or os.environ.get("RATCHET_PG_COORDINATOR_URL")
+            or os.environ["RATCHET_TEST_POSTGRESQL_URL"]
+        )
+        self.conninfo = "postgresql://" + url.partition("://")[2]
+        self.channel = f"ratchet_tck_{uuid.uuid4().hex[:16]}"
+        self.made: list[PostgreSQLClusterCoordinator] = []
+        self._stop_killing = threading.Event()
+        self._killer: threading.Thread | None = None
+
+    def create(self, node_id: str) -> ClusterCoordinator:
+        coordinator = PostgreSQLClusterCoordinator(self.conninfo, node_id, channel=self.channel)
+        self.made.append(coordinator)
+        return coordinator
+
+    def _terminate_listeners(self) -> None:
+        names = [name for c in self.made for name in c.application_names]
+        with psycopg.connect(self.conninfo, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = ANY(%s) AND pid <> pg_backend_pid()",
+                (names,),
+            )
+
+    def break_transport(self) -> None:
+        """Kill the coordinators' connections (listening and sending), and keep killing
+        their reconnections until restored; notify attempts meanwhile must not raise."""
+        self._stop_killing.clear()
+
+        def keep_killing() -> None:
+            while not self._stop_killing.wait(0.05):
+                self._terminate_listeners()
+
+        self._terminate_listeners()
+        self._killer = threading.Thread(target=keep_killing, daemon=True)
+        self._killer.start()
+
+    def restore_transport(self) -> None:
+        self._stop_killing.set()
+        if self._killer is not None:
+            self._killer.join()
+        deadline = time.monotonic() + 30
+        while not all(c.ready for c in self.made if not c.closed):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+
+    def inject_raw(self, coordinator: ClusterCoordinator, payload: Any) -> None:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
+        time.sleep(0.3)  # the payload travels the wire before the suite checks counters
+
+    def close(self) -> None:
+        self._stop_killing.set()
+        for coordinator in self.made:
+            coordinator.close()
