@@ -128,9 +128,12 @@ def test_plugins_nodes_and_schema(cli_env: str, capsys: pytest.CaptureFixture[st
     assert re.search(r"memory\s+ratchet-core\s+loaded\s+store memory \(memory://\)", out)
     assert re.search(r"sqlite\s+ratchet-core\s+loaded\s+store sqlite \(sqlite://\)", out)
     assert "Active store: sqlite" in out
-    Ratchet(cli_env, node_id="node-x", coordinator="none").worker().start(poll=False).stop()
-    assert main(["nodes"]) == 0
-    assert "node-x" in capsys.readouterr().out
+    node = Ratchet(cli_env, node_id="node-x", coordinator="none")
+    with node.worker():
+        assert main(["nodes"]) == 0
+        assert "node-x" in capsys.readouterr().out
+    assert main(["nodes"]) == 0  # a worker that stopped cleanly leaves the list
+    assert "node-x" not in capsys.readouterr().out
     assert main(["schema", "show", "sqlite"]) == 0
     assert "CREATE TABLE ratchet_job" in capsys.readouterr().out
     assert main(["schema", "show", "mongo"]) == 2

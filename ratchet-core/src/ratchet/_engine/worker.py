@@ -61,9 +61,7 @@ class Worker:
         options = app.options
         self.app = app
         self.store = app.store
-        # Heartbeats use their own connection where the store allows, so a busy pool or
-        # a long claim never delays them.
-        self.heartbeat_store = app.companion_store()
+        self.heartbeat_store = app.store  # replaced by a companion instance in start()
         self.node_id = app.node_id
         self.options = options
         self.concurrency = int(concurrency or options.concurrency)
@@ -102,6 +100,9 @@ class Worker:
         if self._started:
             return self
         self._started = True
+        # Heartbeats use their own connection where the store allows, so a busy pool or
+        # a long claim never delays them.
+        self.heartbeat_store = self.app.companion_store()
         self.store.register_node(self.node_id)
         self._last_heartbeat_ok = time.monotonic()
         self._fail_exhausted(
@@ -157,6 +158,10 @@ class Worker:
         self._stop_heartbeat.set()  # 6. stop the heartbeat
         for thread in self._threads:
             thread.join()
+        try:  # leave the node list; a job still running is recovered after the grace
+            self.store.remove_nodes([self.node_id])
+        except Exception as exc:
+            log.debug("Could not deregister node %s: %s", self.node_id, redact(str(exc)))
         self.app._detach(self)  # 7. release resources
         self.executor.shutdown()
         if self.heartbeat_store is not self.store:
