@@ -127,3 +127,21 @@ def test_a_wakeup_hint_only_wakes_pollers() -> None:
     listener(WakeupHint(priority=4, source_node="other"))
     assert woken == [True]
     assert app.list_jobs() == []
+
+
+def test_reconnect_backoff_is_jittered_capped_and_quiet() -> None:
+    import logging
+
+    from ratchet.spi import ReconnectBackoff
+
+    backoff = ReconnectBackoff(start=0.2, ceiling=1.0, loud_every=3)
+    waits = [backoff.failed() for _ in range(6)]
+    assert all(0 <= w <= 1.0 for w in waits)
+    assert backoff.failures == 6
+    levels = []
+    probe = ReconnectBackoff(loud_every=3)
+    for _ in range(6):
+        probe.failed()
+        levels.append(probe.log_level())
+    assert levels == [logging.WARNING, None, logging.ERROR, None, None, logging.ERROR]
+    assert backoff.succeeded() is True and backoff.succeeded() is False

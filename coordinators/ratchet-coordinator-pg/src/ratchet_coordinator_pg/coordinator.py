@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import re
 import threading
 from typing import Any
@@ -21,15 +20,13 @@ import psycopg
 from psycopg import sql
 
 from ratchet._redact import redact
-from ratchet.spi import BroadcastClusterCoordinator
+from ratchet.spi import BroadcastClusterCoordinator, ReconnectBackoff
 
 __all__ = ["DEFAULT_CHANNEL", "PostgreSQLClusterCoordinator"]
 
 log = logging.getLogger("ratchet.coordinator.pg")
 
 DEFAULT_CHANNEL = "ratchet_wakeup"
-BACKOFF_START, BACKOFF_MAX = 0.2, 30.0
-ERROR_AFTER_FAILURES = 10
 MAX_PAYLOAD_BYTES = 7999  # PostgreSQL's NOTIFY payload limit is 8000 bytes
 _CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -119,8 +116,7 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
                 self._sender = None
 
     def _listen(self) -> None:
-        failures = 0
-        delay = BACKOFF_START
+        backoff = ReconnectBackoff()
         while not self._stop.is_set():
             try:
                 with psycopg.connect(
@@ -133,24 +129,22 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
                 ) as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
                     self._listening.set()
-                    if failures:
+                    if backoff.succeeded():
                         log.info("LISTEN/NOTIFY coordinator reconnected.")
                         self.resync()
-                    failures, delay = 0, BACKOFF_START
                     while not self._stop.is_set():
                         for notify in conn.notifies(timeout=0.5):
                             self.deliver(notify.payload)
             except psycopg.Error as exc:
                 self._listening.clear()
-                failures += 1
-                if failures == 1 or failures % ERROR_AFTER_FAILURES == 0:
-                    level = logging.ERROR if failures >= ERROR_AFTER_FAILURES else logging.WARNING
+                wait = backoff.failed()
+                level = backoff.log_level()
+                if level is not None:
                     log.log(
                         level,
                         "LISTEN/NOTIFY connection lost (%s); reconnecting (attempt %d).",
                         redact(str(exc)).strip(),
-                        failures,
+                        backoff.failures,
                     )
-                self._stop.wait(random.uniform(0, delay))  # full jitter
-                delay = min(delay * 2, BACKOFF_MAX)
+                self._stop.wait(wait)
         self._listening.clear()

@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
 from typing import Any
 
 import redis
 
 from ratchet._redact import redact
-from ratchet.spi import BroadcastClusterCoordinator
+from ratchet.spi import BroadcastClusterCoordinator, ReconnectBackoff
 
 __all__ = ["DEFAULT_CHANNEL", "RedisClusterCoordinator"]
 
 log = logging.getLogger("ratchet.coordinator.redis")
 
 DEFAULT_CHANNEL = "ratchet:wakeup"
-BACKOFF_START, BACKOFF_MAX = 0.2, 30.0
-ERROR_AFTER_FAILURES = 10
 
 
 class RedisClusterCoordinator(BroadcastClusterCoordinator):
@@ -76,8 +73,7 @@ class RedisClusterCoordinator(BroadcastClusterCoordinator):
         self._client.close()
 
     def _listen(self) -> None:
-        failures = 0
-        delay = BACKOFF_START
+        backoff = ReconnectBackoff()
         while not self._stop.is_set():
             pubsub = self._client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]  # redis-py leaves pubsub() unannotated
             try:
@@ -86,26 +82,24 @@ class RedisClusterCoordinator(BroadcastClusterCoordinator):
                     message = pubsub.get_message(timeout=0.5)
                     if not self._subscribed.is_set() and pubsub.subscribed:
                         self._subscribed.set()
-                        if failures:
+                        if backoff.succeeded():
                             log.info("Redis coordinator reconnected to %s.", self._where)
                             self.resync()
-                        failures, delay = 0, BACKOFF_START
                     if message is not None and message.get("type") == "message":
                         self.deliver(message["data"])
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 self._subscribed.clear()
-                failures += 1
-                level = logging.ERROR if failures >= ERROR_AFTER_FAILURES else logging.WARNING
-                if failures == 1 or failures % ERROR_AFTER_FAILURES == 0:
+                wait = backoff.failed()
+                level = backoff.log_level()
+                if level is not None:
                     log.log(
                         level,
                         "Redis coordinator lost %s (%s); reconnecting (attempt %d).",
                         self._where,
                         redact(str(exc)),
-                        failures,
+                        backoff.failures,
                     )
-                self._stop.wait(random.uniform(0, delay))  # full jitter
-                delay = min(delay * 2, BACKOFF_MAX)
+                self._stop.wait(wait)
             finally:
                 try:
                     pubsub.close()

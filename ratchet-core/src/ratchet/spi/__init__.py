@@ -35,6 +35,7 @@ from ratchet.spi._broadcast import (
     RESYNC_SOURCE,
     BroadcastClusterCoordinator,
     CoordinatorMetrics,
+    ReconnectBackoff,
     decode_envelope,
     encode_envelope,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "NodeRegistry",
     "OrphanRecovery",
     "OrphanRecoveryStore",
+    "ReconnectBackoff",
     "RecurringDefinition",
     "RecurringStore",
     "RetryPolicy",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import random
 import threading
 from abc import abstractmethod
 from collections.abc import Callable
@@ -30,6 +31,7 @@ __all__ = [
     "RESYNC_SOURCE",
     "BroadcastClusterCoordinator",
     "CoordinatorMetrics",
+    "ReconnectBackoff",
     "decode_envelope",
     "encode_envelope",
 ]
@@ -52,6 +54,38 @@ class CoordinatorMetrics:
     listener_failures: int = 0
     transport_failures: int = 0
     pre_registration_dropped: int = 0
+
+
+class ReconnectBackoff:
+    """Full-jitter exponential backoff for a coordinator's reconnect loop, and the rule
+    for how loudly to log: a warning at the first failure, an error every ``loud_every``
+    failures after that, silence in between (no log storms)."""
+
+    def __init__(self, start: float = 0.2, ceiling: float = 30.0, loud_every: int = 10) -> None:
+        self.start, self.ceiling, self.loud_every = start, ceiling, loud_every
+        self.failures = 0
+        self._delay = start
+
+    def failed(self) -> float:
+        """Record a failure; returns how long to wait before the next attempt."""
+        self.failures += 1
+        wait = random.uniform(0, self._delay)
+        self._delay = min(self._delay * 2, self.ceiling)
+        return wait
+
+    def log_level(self) -> int | None:
+        """Level to log the current failure at, or ``None`` to stay quiet."""
+        if self.failures == 1:
+            return logging.WARNING
+        if self.failures % self.loud_every == 0:
+            return logging.ERROR
+        return None
+
+    def succeeded(self) -> bool:
+        """Record a success; returns whether it ended a run of failures."""
+        recovered = self.failures > 0
+        self.failures, self._delay = 0, self.start
+        return recovered
 
 
 class EnvelopeError(ValueError):
