@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -14,21 +11,7 @@ import pytest
 from ratchet import Ratchet
 from ratchet_coordinator_redis import RedisClusterCoordinator
 from ratchet_coordinator_redis._plugin import availability
-
-WORKER = textwrap.dedent("""
-    import sys
-    from pathlib import Path
-    from ratchet import Ratchet
-
-    app = Ratchet(sys.argv[1])
-
-    @app.job(name="touch")
-    def touch(path):
-        Path(path).write_text("done")
-
-    print("coordinator:", type(app.coordinator).__name__, flush=True)
-    app.run_worker()
-""")
+from ratchet_tck.wakeup import assert_idle_worker_wakes
 
 
 def test_available_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,45 +47,12 @@ def test_password_never_reaches_the_log(caplog: pytest.LogCaptureFixture) -> Non
 
 @pytest.mark.server
 def test_idle_worker_in_another_process_wakes_at_once(tmp_path: Path, redis_url: str) -> None:
-    """The worker's poll ceiling is 60 s and it has gone idle; a job enqueued here starts
-    within seconds only because the coordinator wakes it (a liveness bound, not a benchmark)."""
-    store = f"sqlite:///{tmp_path / 'jobs.db'}"
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
+    """An idle worker (poll ceiling 60 s) in another process runs a job enqueued here
+    within seconds, woken by the coordinator (a liveness bound; latency is benchmarked)."""
     channel = f"ratchet:test:{os.getpid()}:{time.monotonic_ns()}"
-    env = {
-        **os.environ,
-        "RATCHET_REDIS_URL": redis_url,
-        "RATCHET_REDIS_CHANNEL": channel,
-        "RATCHET_COORDINATOR": "redis",
-        "RATCHET_POLL_IDLE_MAX_SECONDS": "60",
-        "RATCHET_POLL_BURST_SECONDS": "0.5",
-    }
-    worker = subprocess.Popen(
-        [sys.executable, str(script), store],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    assert_idle_worker_wakes(
+        f"sqlite:///{tmp_path / 'jobs.db'}",
+        "redis",
+        "RedisClusterCoordinator",
+        env={"RATCHET_REDIS_URL": redis_url, "RATCHET_REDIS_CHANNEL": channel},
     )
-    try:
-        assert worker.stdout is not None
-        banner = ""
-        while not banner.startswith("coordinator:"):  # skip unrelated warnings
-            banner = worker.stdout.readline()
-            assert banner, "the worker exited before starting"
-        assert "RedisClusterCoordinator" in banner
-        time.sleep(3)  # idle: the poller backs off towards its 60 s ceiling
-        os.environ.update({k: env[k] for k in ("RATCHET_REDIS_URL", "RATCHET_REDIS_CHANNEL")})
-        app = Ratchet(store, coordinator="redis")
-        touch = app.job(name="touch")(lambda path: None)
-        marker = tmp_path / "marker.txt"
-        touch.enqueue(str(marker))
-        deadline = time.monotonic() + 10
-        while not marker.exists():
-            assert time.monotonic() < deadline, "the idle worker was not woken"
-            time.sleep(0.05)
-        app.close()
-    finally:
-        worker.terminate()
-        worker.wait(timeout=30)

@@ -1,0 +1,97 @@
+"""An end-to-end check for coordinator packages: an idle worker in another process wakes
+at once when a job is enqueued here.
+
+The worker's poll ceiling is 60 s and it is left idle first, so a job that starts within
+``timeout`` seconds proves the coordinator's wakeup path (a liveness bound, not a
+benchmark: latency belongs in ``benchmarks/``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from ratchet import Ratchet
+
+__all__ = ["assert_idle_worker_wakes"]
+
+_WORKER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from ratchet import Ratchet
+
+    app = Ratchet(sys.argv[1])
+
+    @app.job(name="ratchet-tck.touch")
+    def touch(path):
+        Path(path).write_text("done")
+
+    print("coordinator:", type(app.coordinator).__name__, flush=True)
+    app.run_worker()
+""")
+
+
+def assert_idle_worker_wakes(
+    store_url: str,
+    coordinator: str,
+    expected_class: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    idle_seconds: float = 3.0,
+    timeout: float = 10.0,
+) -> None:
+    """Start a worker process on ``store_url`` with ``RATCHET_COORDINATOR=coordinator``
+    (plus ``env``), let it go idle, enqueue from this process, and assert the job ran
+    within ``timeout`` seconds. ``expected_class`` is the coordinator class the worker
+    must report."""
+    settings = {
+        **dict(env or {}),
+        "RATCHET_COORDINATOR": coordinator,
+        "RATCHET_POLL_IDLE_MAX_SECONDS": "60",
+        "RATCHET_POLL_BURST_SECONDS": "0.5",
+    }
+    with tempfile.TemporaryDirectory(prefix="ratchet-tck-wakeup-") as folder:
+        script = Path(folder) / "worker.py"
+        script.write_text(_WORKER)
+        marker = Path(folder) / "marker.txt"
+        worker = subprocess.Popen(
+            [sys.executable, str(script), store_url],
+            env={**os.environ, **settings},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        saved = {key: os.environ.get(key) for key in settings}
+        try:
+            assert worker.stdout is not None
+            banner = ""
+            while not banner.startswith("coordinator:"):  # skip unrelated warnings
+                banner = worker.stdout.readline()
+                assert banner, "the worker exited before it started"
+            assert expected_class in banner, banner
+            time.sleep(idle_seconds)  # the poller backs off towards its 60 s ceiling
+            os.environ.update(settings)
+            app = Ratchet(store_url)
+            try:
+                touch = app.job(name="ratchet-tck.touch")(lambda path: None)
+                touch.enqueue(str(marker))
+                deadline = time.monotonic() + timeout
+                while not marker.exists():
+                    assert time.monotonic() < deadline, "the idle worker was not woken"
+                    time.sleep(0.02)
+            finally:
+                app.close()
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            worker.terminate()
+            worker.wait(timeout=30)
