@@ -25,6 +25,8 @@ PACKAGES = {
     "stores/ratchet-store-postgresql": "ratchet-store-postgresql",
     "coordinators/ratchet-coordinator-redis": "ratchet-coordinator-redis",
     "coordinators/ratchet-coordinator-pg": "ratchet-coordinator-pg",
+    "coordinators/ratchet-coordinator-jms": "ratchet-coordinator-jms",
+    "coordinators/ratchet-coordinator-hazelcast": "ratchet-coordinator-hazelcast",
 }
 REPORTS = ROOT / "artifacts" / "tck"
 
@@ -120,6 +122,28 @@ def certify_coordinator_pg(session: nox.Session) -> None:
         session.error("RATCHET_TEST_POSTGRESQL_URL is not set: run scripts/services up postgresql")
     session.env["RATCHET_PG_COORDINATOR_URL"] = url
     _certify(session, "certify-coordinator-pg", "--coordinator", "pg")
+
+
+@nox.session(name="certify-coordinator-jms")
+def certify_coordinator_jms(session: nox.Session) -> None:
+    """Certify the JMS (STOMP) coordinator against the real broker."""
+    url = os.environ.get("RATCHET_TEST_STOMP_URL")
+    if not url:
+        session.error("RATCHET_TEST_STOMP_URL is not set: run scripts/services up activemq")
+    session.env["RATCHET_JMS_URL"] = url
+    _certify(session, "certify-coordinator-jms", "--coordinator", "jms")
+
+
+@nox.session(name="certify-coordinator-hazelcast")
+def certify_coordinator_hazelcast(session: nox.Session) -> None:
+    """Certify the Hazelcast coordinator against the real member (restarts it)."""
+    members = os.environ.get("RATCHET_TEST_HAZELCAST_MEMBERS")
+    if not members:
+        session.error(
+            "RATCHET_TEST_HAZELCAST_MEMBERS is not set: run scripts/services up hazelcast"
+        )
+    session.env["RATCHET_HAZELCAST_MEMBERS"] = members
+    _certify(session, "certify-coordinator-hazelcast", "--coordinator", "hazelcast")
 
 
 @nox.session(name="certify-sqlite")

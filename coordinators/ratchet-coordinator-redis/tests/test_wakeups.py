@@ -56,3 +56,15 @@ def test_idle_worker_in_another_process_wakes_at_once(tmp_path: Path, redis_url:
         "RedisClusterCoordinator",
         env={"RATCHET_REDIS_URL": redis_url, "RATCHET_REDIS_CHANNEL": channel},
     )
+
+
+def test_loading_plugins_does_not_import_redis() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from ratchet.plugins import PluginRegistry; PluginRegistry.load(); "
+        "print('redis' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -28,13 +28,23 @@ import pytest
 from ratchet.spi import ClusterCoordinator, CoordinatorMetrics, WakeupHint, encode_envelope
 from ratchet_tck._contract import MARKER, Capabilities, Level, contract, contract_info
 
-__all__ = ["ClusterCoordinatorSuite", "CoordinatorHarness", "RecordingListener"]
+__all__ = [
+    "ClusterCoordinatorSuite",
+    "CoordinatorHarness",
+    "RecordingListener",
+    "processed_count",
+    "wait_until_processed",
+]
 
 NA_PREFIX = "ratchet-tck N/A:"
 
 
 class CoordinatorHarness(ABC):
-    """Creates coordinators of one transport for a test, and can disturb that transport."""
+    """Creates coordinators of one transport for a test, and can disturb that transport.
+
+    A harness named by a plugin's ``tck_harness`` is built with no arguments (by
+    ``ratchet-tck certify --coordinator``) and must read its configuration from the
+    environment; it declares what it can do in a ``capabilities`` class attribute."""
 
     max_latency: float = 2.0
     """Seconds within which a remote node must receive a hint."""
@@ -52,8 +62,9 @@ class CoordinatorHarness(ABC):
         raise NotImplementedError
 
     def inject_raw(self, coordinator: ClusterCoordinator, payload: str) -> None:
-        """Deliver a raw payload to ``coordinator`` as if it came over the wire
-        (capability ``raw_injection``)."""
+        """Send a raw payload to ``coordinator`` over the real transport (capability
+        ``raw_injection``). Must return only after the coordinator processed it: the suite
+        checks counters right after."""
         raise NotImplementedError
 
     def close(self) -> None:  # noqa: B027  (optional hook; most harnesses need it)
@@ -82,6 +93,18 @@ def _metrics(coordinator: ClusterCoordinator) -> CoordinatorMetrics:
     assert metrics is not None, "the coordinator has no metrics() method (see the suite docs)"
     result: CoordinatorMetrics = metrics()
     return result
+
+
+def processed_count(coordinator: ClusterCoordinator) -> int:
+    """Everything a coordinator has done with received payloads; a harness waits for this
+    to grow after injecting one."""
+    m = _metrics(coordinator)
+    return m.received + m.ignored_self + m.transport_failures
+
+
+def wait_until_processed(coordinator: ClusterCoordinator, before: int, timeout: float) -> None:
+    """Block until ``processed_count`` exceeds ``before`` (or ``timeout`` passes)."""
+    _eventually(lambda: processed_count(coordinator) > before, timeout)
 
 
 def _eventually(check: Callable[[], bool], timeout: float) -> bool:

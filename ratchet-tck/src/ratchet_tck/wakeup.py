@@ -1,9 +1,11 @@
 """An end-to-end check for coordinator packages: an idle worker in another process wakes
 at once when a job is enqueued here.
 
-The worker's poll ceiling is 60 s and it is left idle first, so a job that starts within
-``timeout`` seconds proves the coordinator's wakeup path (a liveness bound, not a
-benchmark: latency belongs in ``benchmarks/``).
+The worker polls once at start, then not again for 20 s (its burst interval; its ceiling
+is 60 s), so a job that starts within ``timeout`` seconds proves the coordinator's wakeup
+path. With ``control=True`` a first job is enqueued *without* a hint and must not start
+within ``control_seconds``: the check's negative control. A liveness bound, not a
+benchmark: latency belongs in ``benchmarks/``.
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ def assert_idle_worker_wakes(
     expected_class: str,
     *,
     env: Mapping[str, str] | None = None,
-    idle_seconds: float = 3.0,
+    idle_seconds: float = 2.0,
     timeout: float = 10.0,
+    control: bool = True,
+    control_seconds: float = 4.0,
 ) -> None:
     """Start a worker process on ``store_url`` with ``RATCHET_COORDINATOR=coordinator``
     (plus ``env``), let it go idle, enqueue from this process, and assert the job ran
@@ -54,7 +58,7 @@ def assert_idle_worker_wakes(
         **dict(env or {}),
         "RATCHET_COORDINATOR": coordinator,
         "RATCHET_POLL_IDLE_MAX_SECONDS": "60",
-        "RATCHET_POLL_BURST_SECONDS": "0.5",
+        "RATCHET_POLL_BURST_SECONDS": "20",
     }
     with tempfile.TemporaryDirectory(prefix="ratchet-tck-wakeup-") as folder:
         script = Path(folder) / "worker.py"
@@ -75,8 +79,20 @@ def assert_idle_worker_wakes(
                 banner = worker.stdout.readline()
                 assert banner, "the worker exited before it started"
             assert expected_class in banner, banner
-            time.sleep(idle_seconds)  # the poller backs off towards its 60 s ceiling
+            time.sleep(idle_seconds)  # past the worker's first poll
             os.environ.update(settings)
+            if control:
+                silent = Ratchet(store_url, coordinator="none")
+                try:
+                    unhinted = Path(folder) / "unhinted.txt"
+                    silent.job(name="ratchet-tck.touch")(lambda path: None).enqueue(str(unhinted))
+                    time.sleep(control_seconds)
+                    assert not unhinted.exists(), (
+                        "control failed: the worker ran a job nobody announced, so this "
+                        "check cannot tell a wakeup from a poll"
+                    )
+                finally:
+                    silent.close()
             app = Ratchet(store_url)
             try:
                 touch = app.job(name="ratchet-tck.touch")(lambda path: None)

@@ -16,6 +16,7 @@ import psycopg
 from ratchet.spi import ClusterCoordinator
 from ratchet_coordinator_pg.coordinator import PostgreSQLClusterCoordinator
 from ratchet_tck import Capabilities, CoordinatorHarness
+from ratchet_tck.coordinator import processed_count, wait_until_processed
 
 
 class PostgreSQLHarness(CoordinatorHarness):
@@ -74,9 +75,10 @@ class PostgreSQLHarness(CoordinatorHarness):
             time.sleep(0.05)
 
     def inject_raw(self, coordinator: ClusterCoordinator, payload: Any) -> None:
+        before = processed_count(coordinator)
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
-        time.sleep(0.3)  # the payload travels the wire before the suite checks counters
+        wait_until_processed(coordinator, before, self.max_latency)
 
     def close(self) -> None:
         self._stop_killing.set()

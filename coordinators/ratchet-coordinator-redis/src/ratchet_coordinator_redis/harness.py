@@ -15,6 +15,7 @@ import redis
 from ratchet.spi import ClusterCoordinator
 from ratchet_coordinator_redis.coordinator import RedisClusterCoordinator
 from ratchet_tck import Capabilities, CoordinatorHarness
+from ratchet_tck.coordinator import processed_count, wait_until_processed
 
 SERVICES = Path(__file__).resolve().parents[4] / "scripts" / "services"
 
@@ -50,12 +51,13 @@ class RedisHarness(CoordinatorHarness):
             time.sleep(0.05)
 
     def inject_raw(self, coordinator: ClusterCoordinator, payload: str) -> None:
+        before = processed_count(coordinator)
         client = redis.Redis.from_url(self.url)
         try:
             client.publish(self.channel, payload)
         finally:
             client.close()
-        time.sleep(0.3)  # the payload travels the wire before the suite checks counters
+        wait_until_processed(coordinator, before, self.max_latency)
 
     def close(self) -> None:
         for coordinator in self.made:

@@ -99,8 +99,10 @@ def encode_envelope(priority: int, source: str, execution_target: str | None) ->
     )
 
 
-def decode_envelope(payload: str | bytes) -> WakeupHint:
+def decode_envelope(payload: object) -> WakeupHint:
     """Parse a payload; raises EnvelopeError for anything but a valid version-2 envelope."""
+    if not isinstance(payload, str | bytes | bytearray):
+        raise EnvelopeError(f"wakeup payload {payload!r} is not text")
     try:
         data: Any = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -200,7 +202,7 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
 
     # -- receiving -----------------------------------------------------------------------
 
-    def deliver(self, payload: str | bytes) -> None:
+    def deliver(self, payload: object) -> None:
         """Hand one received payload to the listeners. Never raises."""
         if self._closed:
             return

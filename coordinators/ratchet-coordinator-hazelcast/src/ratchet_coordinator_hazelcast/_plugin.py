@@ -1,0 +1,36 @@
+"""Entry point of the Hazelcast coordinator. Import-light: the Hazelcast client loads only when
+the coordinator is chosen."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ratchet.plugins import CoordinatorPlugin, hookimpl
+
+RANK = 40
+
+
+def availability(_options: Any, _store: Any) -> str | None:
+    """Installed and configured means available: ``RATCHET_HAZELCAST_MEMBERS`` is set."""
+    if not os.environ.get("RATCHET_HAZELCAST_MEMBERS", "").strip():
+        return "RATCHET_HAZELCAST_MEMBERS is not set"
+    return None
+
+
+@hookimpl
+def ratchet_cluster_coordinators() -> list[CoordinatorPlugin]:
+    return [
+        CoordinatorPlugin(
+            name="hazelcast",
+            factory=(
+                "ratchet_coordinator_hazelcast.coordinator:"
+                "HazelcastClusterCoordinator.from_environment"
+            ),
+            availability="ratchet_coordinator_hazelcast._plugin:availability",
+            package="ratchet-coordinator-hazelcast",
+            rank=RANK,
+            description="Hazelcast ITopic (hazelcast-python-client 5.x)",
+            tck_harness="ratchet_coordinator_hazelcast.harness:HazelcastHarness",
+        )
+    ]

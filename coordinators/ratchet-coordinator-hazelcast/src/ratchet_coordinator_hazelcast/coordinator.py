@@ -1,0 +1,227 @@
+"""HazelcastClusterCoordinator: wakeup hints on a plain Hazelcast ``ITopic``.
+
+Each coordinator owns a hazelcast-python-client started asynchronously, so an unreachable
+cluster never blocks the application for longer than the connect timeout. The client does
+its own reconnecting (jittered exponential backoff here, forever) and re-registers the
+topic listener on every new connection, also when the cluster restarted and lost every
+registration. After each reconnection the coordinator wakes the local poller once
+(:meth:`~ratchet.spi.BroadcastClusterCoordinator.resync`): hints published while this
+client was away are not kept by an ``ITopic``.
+
+Why a plain ``ITopic`` and not a reliable topic: see the package README.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from hazelcast.client import HazelcastClient
+from hazelcast.lifecycle import LifecycleState
+from hazelcast.proxy.base import TopicMessage
+from hazelcast.proxy.topic import Topic
+
+from ratchet.spi import BroadcastClusterCoordinator
+from ratchet_coordinator_hazelcast._config import (
+    DEFAULT_CLUSTER_NAME,
+    DEFAULT_TOPIC,
+    HazelcastSettings,
+)
+
+__all__ = ["HazelcastClusterCoordinator"]
+
+log = logging.getLogger("ratchet.coordinator.hazelcast")
+
+BACKOFF_START = 0.2
+SUBSCRIBE_RETRY_SECONDS = 1.0
+
+
+class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
+    """Publishes hints to an ``ITopic`` and delivers what its listener receives there.
+
+    The constructor returns once the client is connected and the topic listener is
+    registered with the cluster, or after ``connect_timeout_seconds`` with a warning (the
+    client keeps trying and nodes poll meanwhile); :attr:`ready` tells which.
+    """
+
+    def __init__(
+        self,
+        node_id: str,
+        *,
+        members: Sequence[str] = ("127.0.0.1:5701",),
+        cluster_name: str = DEFAULT_CLUSTER_NAME,
+        topic: str = DEFAULT_TOPIC,
+        connect_timeout_seconds: float = 10.0,
+        reconnect_max_seconds: float = 30.0,
+    ) -> None:
+        super().__init__(node_id)
+        self.members = tuple(members)
+        self.cluster_name = cluster_name
+        self.topic_name = topic
+        self._where = f"cluster {cluster_name!r} at {', '.join(self.members)}"
+        self._connected = threading.Event()
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._state = threading.Lock()
+        self._topic: Topic[str] | None = None
+        self._publish_failures = 0
+        self.connections_opened = 0
+        """Cluster connections made by the client (1 + the number of reconnects)."""
+        self._client = HazelcastClient(
+            cluster_members=list(self.members),
+            cluster_name=cluster_name,
+            client_name=f"ratchet-{node_id}",
+            async_start=True,  # never block start-up on the cluster; ready is waited below
+            reconnect_mode="ON",
+            cluster_connect_timeout=-1,  # keep trying forever; polling covers the outage
+            retry_initial_backoff=BACKOFF_START,
+            retry_max_backoff=max(reconnect_max_seconds, BACKOFF_START),
+            retry_multiplier=2.0,
+            retry_jitter=0.5,
+            invocation_timeout=10.0,  # a publish stuck in a dead connection gives up soon
+            heartbeat_timeout=20.0,
+            lifecycle_listeners=[self._on_lifecycle],
+        )
+        self._subscriber = threading.Thread(
+            target=self._subscribe, name=f"ratchet-hazelcast-{node_id}", daemon=True
+        )
+        self._subscriber.start()
+        if not self._ready.wait(connect_timeout_seconds):
+            log.warning(
+                "Hazelcast coordinator is not subscribed on %s after %.1f s; the client keeps "
+                "trying and nodes poll meanwhile.",
+                self._where,
+                connect_timeout_seconds,
+            )
+
+    @classmethod
+    def from_environment(
+        cls, _options: Any, _store: Any, node_id: str
+    ) -> HazelcastClusterCoordinator:
+        """The plugin factory: reads ``RATCHET_HAZELCAST_*`` (see the package README)."""
+        settings = HazelcastSettings.from_env()
+        return cls(
+            node_id,
+            members=settings.members,
+            cluster_name=settings.cluster_name,
+            topic=settings.topic,
+            connect_timeout_seconds=settings.connect_timeout_seconds,
+            reconnect_max_seconds=settings.reconnect_max_seconds,
+        )
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Connected, with the topic listener registered."""
+        return self._ready.is_set()
+
+    def wait_until_ready(self, timeout: float) -> bool:
+        return self._ready.wait(timeout)
+
+    def __repr__(self) -> str:
+        state = "ready" if self.ready else "closed" if self.closed else "connecting"
+        return (
+            f"<HazelcastClusterCoordinator {self._where} topic={self.topic_name!r} "
+            f"node={self.node_id!r} {state}>"
+        )
+
+    # -- transport -----------------------------------------------------------------------
+
+    def publish(self, payload: str) -> None:
+        topic = self._topic
+        if topic is None or not self._connected.is_set():
+            raise ConnectionError(f"not connected to the Hazelcast {self._where} (reconnecting)")
+        # Asynchronous: notify_new_work runs on the enqueue path and must not wait for the
+        # cluster. A publish lost in a connection that is just dying is logged below.
+        topic.publish(payload).add_done_callback(self._published)
+
+    def close_transport(self) -> None:
+        self._stop.set()
+        self._ready.clear()
+        self._client.shutdown()  # also removes the listener registrations
+        self._subscriber.join(timeout=5)
+
+    # -- callbacks -----------------------------------------------------------------------
+
+    def _subscribe(self) -> None:
+        """Create the topic proxy and register the listener once the client is connected.
+
+        Runs once, on its own thread: both calls block on the cluster, which the client's
+        reactor thread (where lifecycle events arrive) must never do. Later connections get
+        the registration from the client itself.
+        """
+        while not self._stop.is_set() and self._client.lifecycle_service.is_running():
+            if not self._connected.wait(0.1):
+                continue
+            try:
+                topic: Topic[str] = self._client.get_topic(self.topic_name)
+                topic.add_listener(self._on_message).result()
+            except Exception as exc:
+                if self._stop.is_set():
+                    return
+                log.warning(
+                    "Hazelcast coordinator could not subscribe to topic %r (%s: %s); retrying.",
+                    self.topic_name,
+                    type(exc).__name__,
+                    exc,
+                )
+                self._stop.wait(SUBSCRIBE_RETRY_SECONDS)
+                continue
+            with self._state:
+                self._topic = topic
+                if self._connected.is_set():
+                    self._ready.set()
+            return
+
+    def _on_lifecycle(self, state: str) -> None:
+        if state == LifecycleState.CONNECTED:
+            with self._state:
+                self.connections_opened += 1
+                reconnected = self.connections_opened > 1
+                self._connected.set()
+                if self._topic is not None:
+                    self._ready.set()
+            if reconnected and not self._stop.is_set():
+                log.info("Hazelcast coordinator reconnected to %s.", self._where)
+                self.resync()  # hints sent while we were away are lost: poll once now
+        elif state == LifecycleState.DISCONNECTED:
+            with self._state:
+                self._connected.clear()
+                self._ready.clear()
+            if not self._stop.is_set():
+                log.warning(
+                    "Hazelcast coordinator lost %s; the client reconnects with backoff and "
+                    "nodes poll meanwhile.",
+                    self._where,
+                )
+        elif state == LifecycleState.SHUTDOWN and not self._stop.is_set():
+            log.error(
+                "The Hazelcast client of the coordinator shut itself down (see the "
+                "'hazelcast' log above); no more wakeups on %s, nodes only poll. Restart the "
+                "node after fixing the cluster configuration.",
+                self._where,
+            )
+
+    def _on_message(self, message: TopicMessage[Any]) -> None:
+        payload = message.message
+        self.deliver(payload if isinstance(payload, str | bytes) else str(payload))
+
+    def _published(self, future: Any) -> None:
+        error = future.exception()
+        if error is None:
+            return
+        with self._state:
+            self._publish_failures += 1
+            failures = self._publish_failures
+        if failures == 1 or failures % 100 == 0:
+            log.warning(
+                "A wakeup published on %s was lost (%s: %s); nodes fall back to polling. "
+                "(lost publish %d)",
+                self._where,
+                type(error).__name__,
+                error,
+                failures,
+            )

@@ -1,0 +1,146 @@
+"""Conformance-kit harness for the Hazelcast coordinator (``ratchet-tck certify --coordinator
+hazelcast``).
+
+Coordinators run on the real cluster, each harness on a fresh topic. A Hazelcast client
+learns every member's own address from the cluster and reconnects to it directly, so a relay
+in front of the member cannot take the path away; the harness breaks the transport by
+stopping the member for real and restores it by starting it again, with the project's
+service script (``scripts/services down|up hazelcast``, found from the working directory or
+named by ``RATCHET_TEST_SERVICES_SCRIPT``; ``none`` forbids restarts). Without that
+script the transport-failure contract is declared N/A. Raw payloads are published on the
+real topic by a separate client.
+
+Reads ``RATCHET_HAZELCAST_MEMBERS``, else ``RATCHET_TEST_HAZELCAST_MEMBERS``, and
+``RATCHET_HAZELCAST_CLUSTER_NAME``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from hazelcast.client import HazelcastClient
+from hazelcast.proxy.topic import Topic
+
+from ratchet.spi import ClusterCoordinator
+from ratchet_coordinator_hazelcast._config import DEFAULT_CLUSTER_NAME, parse_members
+from ratchet_coordinator_hazelcast.coordinator import HazelcastClusterCoordinator
+from ratchet_tck import Capabilities, CoordinatorHarness
+
+__all__ = ["HazelcastHarness", "services_script"]
+
+
+def services_script() -> Path | None:
+    """The project's ``scripts/services``: the path in ``RATCHET_TEST_SERVICES_SCRIPT``
+    (``none`` forbids restarting servers), else found in the working directory or one of
+    its parents."""
+    named = os.environ.get("RATCHET_TEST_SERVICES_SCRIPT", "").strip()
+    if named:
+        return Path(named) if named.lower() != "none" and Path(named).is_file() else None
+    for base in (Path.cwd(), *Path.cwd().parents):
+        candidate = base / "scripts" / "services"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _eventually(check: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+class HazelcastHarness(CoordinatorHarness):
+    """Coordinators on the real cluster; transport broken by restarting the member."""
+
+    max_latency = 2.0
+    capabilities = Capabilities(transport_failure=services_script() is not None, raw_injection=True)
+
+    def __init__(self, members: str | None = None, cluster_name: str | None = None) -> None:
+        raw = (
+            members
+            or os.environ.get("RATCHET_HAZELCAST_MEMBERS")
+            or os.environ.get("RATCHET_TEST_HAZELCAST_MEMBERS")
+        )
+        if not raw:
+            raise RuntimeError(
+                "Set RATCHET_HAZELCAST_MEMBERS (or RATCHET_TEST_HAZELCAST_MEMBERS) to the "
+                "cluster's members."
+            )
+        self.members = parse_members(raw)
+        self.cluster_name = (
+            cluster_name or os.environ.get("RATCHET_HAZELCAST_CLUSTER_NAME") or DEFAULT_CLUSTER_NAME
+        )
+        self.topic = f"ratchet-tck-{uuid.uuid4().hex}"
+        self.made: list[HazelcastClusterCoordinator] = []
+        self._injector: HazelcastClient | None = None
+
+    def create(self, node_id: str) -> ClusterCoordinator:
+        coordinator = HazelcastClusterCoordinator(
+            node_id,
+            members=self.members,
+            cluster_name=self.cluster_name,
+            topic=self.topic,
+            # Reconnect promptly after the member restarts (the default ceiling is 30 s).
+            reconnect_max_seconds=2.0,
+        )
+        self.made.append(coordinator)
+        if not coordinator.ready:
+            raise AssertionError(f"{coordinator!r} did not subscribe within 10 s")
+        return coordinator
+
+    def _live(self) -> list[HazelcastClusterCoordinator]:
+        return [c for c in self.made if not c.closed]
+
+    def _services(self, action: str) -> None:
+        script = services_script()
+        if script is None:
+            raise NotImplementedError("no scripts/services to stop and start the member")
+        subprocess.run(
+            [str(script), action, "hazelcast"], check=True, capture_output=True, timeout=300
+        )
+
+    def break_transport(self) -> None:
+        """Stop the member; returns once every live coordinator has noticed."""
+        self._services("down")
+        _eventually(lambda: not any(c.ready for c in self._live()), 30)
+
+    def restore_transport(self) -> None:
+        """Start the member; returns once every live coordinator is connected again."""
+        self._services("up")
+        _eventually(lambda: all(c.ready for c in self._live()), 60)
+
+    def inject_raw(self, coordinator: ClusterCoordinator, payload: str) -> None:
+        """Publish ``payload`` on the topic from a separate client and return once
+        ``coordinator`` has processed it."""
+        assert isinstance(coordinator, HazelcastClusterCoordinator)
+
+        def seen() -> int:
+            m = coordinator.metrics()
+            return m.received + m.transport_failures + m.ignored_self
+
+        before = seen()
+        if self._injector is None:
+            self._injector = HazelcastClient(
+                cluster_members=list(self.members),
+                cluster_name=self.cluster_name,
+                client_name="ratchet-tck-injector",
+                cluster_connect_timeout=30.0,
+            )
+        topic: Topic[str] = self._injector.get_topic(self.topic)
+        topic.publish(payload).result()
+        if not _eventually(lambda: seen() > before, self.max_latency * 5):
+            raise AssertionError(f"the injected payload did not reach {coordinator!r}")
+
+    def close(self) -> None:
+        for coordinator in self.made:
+            coordinator.close()
+        if self._injector is not None:
+            self._injector.shutdown()
