@@ -45,5 +45,5 @@ def test_certify_refuses_to_erase_data_without_consent(tmp_path: Path, capsys) -
 def test_certify_unknown_store_and_coordinator(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["certify", "--store", "cassandra://db"]) == 2
     assert "No job store is registered for URL scheme 'cassandra'" in capsys.readouterr().err
-    assert main(["certify", "--coordinator", "jms"]) == 2
-    assert "Coordinator 'jms' is not installed" in capsys.readouterr().err
+    assert main(["certify", "--coordinator", "carrier-pigeon"]) == 2
+    assert "Coordinator 'carrier-pigeon' is not installed" in capsys.readouterr().err
