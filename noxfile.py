@@ -23,6 +23,7 @@ PACKAGES = {
     "ratchet-core": "ratchet-core",
     "ratchet-tck": "ratchet-tck",
     "stores/ratchet-store-postgresql": "ratchet-store-postgresql",
+    "stores/ratchet-store-mysql": "ratchet-store-mysql",
     "coordinators/ratchet-coordinator-redis": "ratchet-coordinator-redis",
     "coordinators/ratchet-coordinator-pg": "ratchet-coordinator-pg",
     "coordinators/ratchet-coordinator-jms": "ratchet-coordinator-jms",
@@ -102,6 +103,17 @@ def certify_postgresql(session: nox.Session) -> None:
     url = server.rsplit("/", 1)[0] + "/ratchet_tck_pg"
     session.run("python", "-m", "ratchet_store_postgresql.testing", url)
     _certify(session, "certify-postgresql", "--store", url, "--erase")
+
+
+@nox.session(name="certify-mysql")
+def certify_mysql(session: nox.Session) -> None:
+    """Certify the MySQL store on its own database, ratchet_tck_mysql (created if missing)."""
+    server = os.environ.get("RATCHET_TEST_MYSQL_URL")
+    if not server:
+        session.error("RATCHET_TEST_MYSQL_URL is not set: run scripts/services up mariadb")
+    url = server.rsplit("/", 1)[0] + "/ratchet_tck_mysql"
+    session.run("python", "-m", "ratchet_store_mysql.testing", url)
+    _certify(session, "certify-mysql", "--store", url, "--erase")
 
 
 @nox.session(name="certify-coordinator-redis")

@@ -1,8 +1,9 @@
 """Cluster behaviour with real OS processes sharing one store, checked against an
 independent record the jobs write (not only Ratchet's own bookkeeping).
 
-Every scenario runs on the embedded SQLite store, and on PostgreSQL when
-``RATCHET_TEST_POSTGRESQL_URL`` is set and the PostgreSQL store is installed. Timers are
+Every scenario runs on the embedded SQLite store, and on PostgreSQL and MySQL/MariaDB when
+``RATCHET_TEST_POSTGRESQL_URL`` / ``RATCHET_TEST_MYSQL_URL`` are set and the stores are
+installed. Timers are
 sub-second so a scenario takes seconds. Guards are switched off in negative controls to
 show the scenario would catch their absence.
 """
@@ -44,6 +45,8 @@ def _store_urls() -> list[str]:
     urls = ["sqlite"]
     if os.environ.get("RATCHET_TEST_POSTGRESQL_URL"):
         urls.append("postgresql")
+    if os.environ.get("RATCHET_TEST_MYSQL_URL"):
+        urls.append("mysql")
     return urls
 
 
@@ -52,8 +55,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'cluster.db'}"
         return
-    pytest.importorskip("ratchet_store_postgresql")
-    url = os.environ["RATCHET_TEST_POSTGRESQL_URL"]
+    if request.param == "mysql":
+        pytest.importorskip("ratchet_store_mysql")
+        from ratchet_store_mysql.testing import ensure_database, with_database
+
+        url = with_database(os.environ["RATCHET_TEST_MYSQL_URL"], "ratchet_test_cluster_mysql")
+        ensure_database(url)
+    else:
+        pytest.importorskip("ratchet_store_postgresql")
+        url = os.environ["RATCHET_TEST_POSTGRESQL_URL"]
     store = Ratchet(url, coordinator="none").store
     store.reset_for_tests()  # type: ignore[attr-defined]
     yield url

@@ -201,6 +201,9 @@ class OutcomeContracts(StoreSuiteBase):
         current = self.claim(store, job.id)
         before = self.get(store, job.id)
         assert store.record_late_outcome(job.id, job.claim_seq, succeeded=True, message="late ok")
+        # The same write again matches the row without changing it: still True (a store
+        # that counts changed rather than matched rows would say False here).
+        assert store.record_late_outcome(job.id, job.claim_seq, succeeded=True, message="late ok")
         assert not store.record_late_outcome(job.id, current.claim_seq, succeeded=True, message="x")
         first, second = store.list_executions(job.id)
         assert (first.status, first.message) == (ExecutionStatus.SUCCEEDED, "late ok")

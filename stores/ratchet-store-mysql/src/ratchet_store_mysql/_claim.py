@@ -1,0 +1,128 @@
+"""The claim: find due jobs through the claim index, lock exactly those it takes, flip them.
+
+1. **Candidates** (one autocommit statement, no locks): for each priority level, the first
+   ``CANDIDATES_PER_LEVEL_FACTOR * limit`` due PENDING jobs in (scheduled_at, id) order,
+   read from the index ``ratchet_job_claim (status, priority, scheduled_at, id)`` alone,
+   with the database time. An idle poll ends here: one round trip, no transaction.
+2. **Order**: the candidates are ranked in exact claim order (effective priority
+   ``priority + floor(wait / boost)`` descending, then scheduled_at, then id). Within one
+   level effective priority never rises as scheduled_at grows, so the first ``limit`` jobs
+   overall are among each level's first ``limit``: the cost never depends on the backlog.
+3. **Lock** (a short transaction): ``SELECT ... WHERE id IN (the next candidates in claim
+   order) AND status = 'PENDING' AND scheduled_at <= now FOR UPDATE SKIP LOCKED``. Rows
+   that another claimer holds are skipped, rows that stopped being due or PENDING are not
+   returned, and the next candidates are tried (a few rounds at most), so the locking read
+   only ever locks rows this claim takes. Primary-key point locks take no gap locks, even
+   under REPEATABLE READ: claimers never block enqueuers or each other.
+4. **Claim**, same transaction: one UPDATE (RUNNING, owner, claimed_at = the time of step
+   1, ``claim_seq + 1``) and one INSERT opening the execution records; commit. The jobs
+   are returned in claim order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pymysql.connections import Connection
+
+from ratchet._types import ClaimedJob
+from ratchet_store_mysql import _rows
+from ratchet_store_mysql import _statements as sql
+from ratchet_store_mysql._pool import rollback_quietly
+
+__all__ = [
+    "CANDIDATES_PER_LEVEL_FACTOR",
+    "LOCK_ROUNDS",
+    "claim_due_jobs",
+    "claim_order",
+    "lock_and_claim",
+]
+
+CANDIDATES_PER_LEVEL_FACTOR = 2
+"""Candidates read per level, as a multiple of the limit: the spare ones replace rows that
+concurrent claimers hold, so a claim under contention still fills its batch."""
+
+LOCK_ROUNDS = 3
+"""Most locking reads per claim (each tries as many further candidates as are missing)."""
+
+
+def claim_order(
+    candidates: Sequence[Sequence[Any]], now: datetime, boost_seconds: float
+) -> list[bytes]:
+    """Ids of ``(priority, scheduled_at, id, …)`` candidates in exact claim order at
+    ``now``: effective priority descending, then scheduled_at, then id (bytewise, as the
+    database orders VARBINARY). A boost of 0 or less disables ageing."""
+
+    def key(row: Sequence[Any]) -> tuple[int, datetime, bytes]:
+        priority, scheduled_at, job_id = int(row[0]), row[1], bytes(row[2])
+        if boost_seconds > 0:
+            waited = (now - scheduled_at).total_seconds()
+            priority += math.floor(waited / boost_seconds)
+        return (-priority, scheduled_at, job_id)
+
+    return [key(row)[2] for row in sorted(candidates, key=key)]
+
+
+def lock_and_claim(
+    conn: Connection[Any], order: Sequence[bytes], *, now: datetime, node_id: str, limit: int
+) -> list[ClaimedJob]:
+    """Steps 3 and 4 inside the transaction open on ``conn`` (the caller commits)."""
+    chosen: list[Sequence[Any]] = []
+    tried = 0
+    with conn.cursor() as cursor:
+        for _ in range(LOCK_ROUNDS):
+            batch = list(order[tried : tried + limit - len(chosen)])
+            if not batch:
+                break
+            tried += len(batch)
+            cursor.execute(
+                sql.LOCK_CANDIDATES.format(ids=sql.placeholders(len(batch))), [*batch, now]
+            )
+            locked = {bytes(row[0]): row for row in cursor.fetchall()}
+            chosen += [locked[job_id] for job_id in batch if job_id in locked]
+            if len(chosen) >= limit:
+                break
+        if not chosen:
+            return []
+        ids = [row[0] for row in chosen]
+        cursor.execute(
+            sql.CLAIM_LOCKED.format(ids=sql.placeholders(len(ids))), [node_id, now, now, now, *ids]
+        )
+        # CLIENT.FOUND_ROWS: the count is rows matched, and every locked row must match.
+        if cursor.rowcount != len(ids):
+            raise AssertionError(
+                f"claimed {cursor.rowcount} of {len(ids)} locked jobs; the transaction is "
+                "rolled back"
+            )
+        jobs = [_rows.claimed_job(row, claimed_at=now) for row in chosen]
+        opened = [
+            value for job in jobs for value in (job.id, job.claim_seq, job.attempt, node_id, now)
+        ]
+        cursor.execute(
+            sql.OPEN_EXECUTIONS.format(rows=sql.placeholders(len(jobs), sql.EXECUTION_ROW)), opened
+        )
+    return jobs
+
+
+def claim_due_jobs(
+    conn: Connection[Any], *, node_id: str, limit: int, boost_seconds: float
+) -> list[ClaimedJob]:
+    """The whole claim on ``conn`` (an idle autocommit connection); see the module doc."""
+    with conn.cursor() as cursor:
+        cursor.execute(sql.CLAIM_CANDIDATES, {"per_level": CANDIDATES_PER_LEVEL_FACTOR * limit})
+        candidates = cursor.fetchall()
+    if not candidates:
+        return []
+    now: datetime = candidates[0][3]
+    order = claim_order(candidates, now, boost_seconds)
+    conn.begin()
+    try:
+        jobs = lock_and_claim(conn, order, now=now, node_id=node_id, limit=limit)
+        conn.commit()
+    except BaseException:
+        rollback_quietly(conn)
+        raise
+    return jobs
