@@ -10,6 +10,7 @@ from typing import Any
 
 from ratchet.spi import ClaimedJob
 from ratchet.stores.sqlite import _statements as sql
+from ratchet.stores.sqlite._rows import claimed_from_row
 from ratchet.stores.sqlite.store import SQLiteJobStore
 
 
@@ -31,7 +32,7 @@ class DoubleClaimStore(SQLiteJobStore):
                     sql.CLAIM_JOB.replace("AND status = 'PENDING'", ""),
                     {"id": job_id, "node_id": node_id, "now": now},
                 ).fetchone()
-                claimed.append(self._claimed(row))
+                claimed.append(claimed_from_row(row))
         return claimed
 
 
