@@ -24,6 +24,7 @@ PACKAGES = {
     "ratchet-tck": "ratchet-tck",
     "stores/ratchet-store-postgresql": "ratchet-store-postgresql",
     "stores/ratchet-store-mysql": "ratchet-store-mysql",
+    "stores/ratchet-store-mongodb": "ratchet-store-mongodb",
     "coordinators/ratchet-coordinator-redis": "ratchet-coordinator-redis",
     "coordinators/ratchet-coordinator-pg": "ratchet-coordinator-pg",
     "coordinators/ratchet-coordinator-jms": "ratchet-coordinator-jms",
@@ -114,6 +115,17 @@ def certify_mysql(session: nox.Session) -> None:
     url = server.rsplit("/", 1)[0] + "/ratchet_tck_mysql"
     session.run("python", "-m", "ratchet_store_mysql.testing", url)
     _certify(session, "certify-mysql", "--store", url, "--erase")
+
+
+@nox.session(name="certify-mongodb")
+def certify_mongodb(session: nox.Session) -> None:
+    """Certify the MongoDB store on its own database, ratchet_tck_mongo (indexes created)."""
+    server = os.environ.get("RATCHET_TEST_MONGODB_URL")
+    if not server:
+        session.error("RATCHET_TEST_MONGODB_URL is not set: run scripts/services up ferretdb")
+    url = server.split("?", 1)[0].rsplit("/", 1)[0] + "/ratchet_tck_mongo"
+    session.run("python", "-m", "ratchet_store_mongodb.testing", url)
+    _certify(session, "certify-mongodb", "--store", url, "--erase")
 
 
 @nox.session(name="certify-coordinator-redis")

@@ -1,9 +1,9 @@
 """Cluster behaviour with real OS processes sharing one store, checked against an
 independent record the jobs write (not only Ratchet's own bookkeeping).
 
-Every scenario runs on the embedded SQLite store, and on PostgreSQL and MySQL/MariaDB when
-``RATCHET_TEST_POSTGRESQL_URL`` / ``RATCHET_TEST_MYSQL_URL`` are set and the stores are
-installed. Timers are
+Every scenario runs on the embedded SQLite store, and on PostgreSQL, MySQL/MariaDB and
+MongoDB (FerretDB) when ``RATCHET_TEST_POSTGRESQL_URL`` / ``RATCHET_TEST_MYSQL_URL`` /
+``RATCHET_TEST_MONGODB_URL`` are set and the stores are installed. Timers are
 sub-second so a scenario takes seconds. Guards are switched off in negative controls to
 show the scenario would catch their absence.
 """
@@ -47,6 +47,8 @@ def _store_urls() -> list[str]:
         urls.append("postgresql")
     if os.environ.get("RATCHET_TEST_MYSQL_URL"):
         urls.append("mysql")
+    if os.environ.get("RATCHET_TEST_MONGODB_URL"):
+        urls.append("mongodb")
     return urls
 
 
@@ -55,7 +57,14 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'cluster.db'}"
         return
-    if request.param == "mysql":
+    if request.param == "mongodb":
+        pytest.importorskip("ratchet_store_mongodb")
+        from ratchet_store_mongodb.testing import with_database as with_mongo_database
+
+        url = with_mongo_database(
+            os.environ["RATCHET_TEST_MONGODB_URL"], "ratchet_test_cluster_mongo"
+        )
+    elif request.param == "mysql":
         pytest.importorskip("ratchet_store_mysql")
         from ratchet_store_mysql.testing import ensure_database, with_database
 

@@ -1,0 +1,219 @@
+"""Documents ↔ Ratchet records. Times are BSON dates: UTC, millisecond precision."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ratchet._types import (
+    BackoffPolicy,
+    ClaimedJob,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    NewJob,
+    NodeInfo,
+    RecurringDefinition,
+)
+
+__all__ = [
+    "aware",
+    "claimed_from_doc",
+    "execution_from_doc",
+    "job_from_doc",
+    "new_job_doc",
+    "node_from_doc",
+    "recurring_doc",
+    "recurring_from_doc",
+]
+
+Doc = Mapping[str, Any]
+
+
+def aware(moment: datetime) -> datetime:
+    """A datetime from the server as aware UTC (pymongo may hand naive UTC back)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _maybe(moment: datetime | None) -> datetime | None:
+    return None if moment is None else aware(moment)
+
+
+def check_aware(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        raise ValueError(
+            f"Scheduled time {moment!r} has no time zone; pass an aware datetime "
+            "(for example datetime.now(UTC) + timedelta(minutes=5))."
+        )
+    return moment.astimezone(UTC)
+
+
+def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str, Any]:
+    return {
+        "_id": job.id,
+        "name": job.name,
+        "target": job.target,
+        "args_json": job.args_json,
+        "kwargs_json": job.kwargs_json,
+        "status": JobStatus.PENDING.value,
+        "priority": int(job.priority),
+        "attempts": 0,
+        "max_retries": job.max_retries,
+        "backoff": BackoffPolicy(job.backoff).value,
+        "backoff_ms": job.backoff_ms,
+        "timeout_seconds": job.timeout_seconds,
+        "crash_count": 0,
+        "claim_seq": 0,
+        "owner": None,
+        "claimed_at": None,
+        "business_key": job.business_key,
+        "idempotency_key": job.idempotency_key,
+        "tags": sorted(set(job.tags)),
+        "params_json": json.dumps(job.params),
+        "recurring_id": job.recurring_id,
+        "result_json": None,
+        "result_type": None,
+        "last_error": None,
+        "scheduled_at": scheduled_at,
+        "created_at": now,
+        "started_at": None,
+        "finished_at": None,
+        "updated_at": now,
+        "rev": 0,
+    }
+
+
+def _lenient_json(text: str, fallback: Any) -> Any:
+    """Unreadable stored arguments must not break listings (running such a job fails it)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return fallback
+    return value if isinstance(value, type(fallback)) else fallback
+
+
+def job_from_doc(doc: Doc) -> Job:
+    result_json = doc.get("result_json")
+    return Job(
+        id=doc["_id"],
+        name=doc["name"],
+        target=doc["target"],
+        args=tuple(_lenient_json(doc["args_json"], [])),
+        kwargs=dict(_lenient_json(doc["kwargs_json"], {})),
+        status=JobStatus(doc["status"]),
+        priority=int(doc["priority"]),
+        attempts=int(doc["attempts"]),
+        max_retries=int(doc["max_retries"]),
+        backoff=BackoffPolicy(doc["backoff"]),
+        backoff_ms=int(doc["backoff_ms"]),
+        timeout_seconds=doc.get("timeout_seconds"),
+        crash_count=int(doc["crash_count"]),
+        claim_seq=int(doc["claim_seq"]),
+        owner=doc.get("owner"),
+        claimed_at=_maybe(doc.get("claimed_at")),
+        business_key=doc.get("business_key"),
+        idempotency_key=doc.get("idempotency_key"),
+        tags=tuple(doc.get("tags") or ()),
+        params=json.loads(doc["params_json"]),
+        recurring_id=doc.get("recurring_id"),
+        result=None if result_json is None else json.loads(result_json),
+        result_type=doc.get("result_type"),
+        last_error=doc.get("last_error"),
+        scheduled_at=aware(doc["scheduled_at"]),
+        created_at=aware(doc["created_at"]),
+        started_at=_maybe(doc.get("started_at")),
+        finished_at=_maybe(doc.get("finished_at")),
+    )
+
+
+def claimed_from_doc(doc: Doc) -> ClaimedJob:
+    """``doc`` is the job as it is after the claim."""
+    return ClaimedJob(
+        id=doc["_id"],
+        name=doc["name"],
+        target=doc["target"],
+        args_json=doc["args_json"],
+        kwargs_json=doc["kwargs_json"],
+        priority=int(doc["priority"]),
+        attempt=int(doc["attempts"]) + 1,
+        max_retries=int(doc["max_retries"]),
+        backoff=BackoffPolicy(doc["backoff"]),
+        backoff_ms=int(doc["backoff_ms"]),
+        timeout_seconds=doc.get("timeout_seconds"),
+        crash_count=int(doc["crash_count"]),
+        claim_seq=int(doc["claim_seq"]),
+        params=json.loads(doc["params_json"]),
+        business_key=doc.get("business_key"),
+        idempotency_key=doc.get("idempotency_key"),
+        recurring_id=doc.get("recurring_id"),
+        scheduled_at=aware(doc["scheduled_at"]),
+        claimed_at=aware(doc["claimed_at"]),
+    )
+
+
+def execution_from_doc(doc: Doc) -> Execution:
+    return Execution(
+        job_id=doc["job_id"],
+        claim_seq=int(doc["claim_seq"]),
+        attempt=int(doc["attempt"]),
+        node_id=doc.get("node_id"),
+        status=ExecutionStatus(doc["status"]),
+        message=doc.get("message"),
+        started_at=aware(doc["started_at"]),
+        finished_at=_maybe(doc.get("finished_at")),
+    )
+
+
+def node_from_doc(doc: Doc) -> NodeInfo:
+    return NodeInfo(
+        node_id=doc["_id"],
+        started_at=aware(doc["started_at"]),
+        heartbeat_at=aware(doc["heartbeat_at"]),
+    )
+
+
+def recurring_doc(definition: RecurringDefinition, created_at: datetime) -> dict[str, Any]:
+    return {
+        "_id": definition.id,
+        "cron": definition.cron,
+        "zone": definition.zone,
+        "misfire": definition.misfire,
+        "name": definition.name,
+        "target": definition.target,
+        "args_json": definition.args_json,
+        "kwargs_json": definition.kwargs_json,
+        "priority": int(definition.priority),
+        "max_retries": definition.max_retries,
+        "backoff": BackoffPolicy(definition.backoff).value,
+        "backoff_ms": definition.backoff_ms,
+        "timeout_seconds": definition.timeout_seconds,
+        "tags": list(definition.tags),
+        "source": definition.source,
+        "created_at": created_at,
+    }
+
+
+def recurring_from_doc(doc: Doc) -> RecurringDefinition:
+    return RecurringDefinition(
+        id=doc["_id"],
+        cron=doc["cron"],
+        zone=doc["zone"],
+        misfire=doc["misfire"],
+        name=doc["name"],
+        target=doc["target"],
+        args_json=doc["args_json"],
+        kwargs_json=doc["kwargs_json"],
+        priority=int(doc["priority"]),
+        max_retries=int(doc["max_retries"]),
+        backoff=BackoffPolicy(doc["backoff"]),
+        backoff_ms=int(doc["backoff_ms"]),
+        timeout_seconds=doc.get("timeout_seconds"),
+        tags=tuple(doc.get("tags") or ()),
+        source=doc["source"],
+        created_at=aware(doc["created_at"]),
+    )
