@@ -31,6 +31,7 @@ WORKER_SCRIPT = textwrap.dedent("""
             os.close(fd)
         time.sleep(0.002)
 
+    open(go + f".ready-{os.getpid()}", "w").close()
     while not os.path.exists(go):  # start together, so the processes really compete
         time.sleep(0.01)
     app.run_until_idle(timeout=120, concurrency=4)
@@ -55,7 +56,10 @@ def test_three_processes_run_every_job_exactly_once(tmp_path: Path, sqlite_url: 
         )
         for _ in range(3)
     ]
-    time.sleep(0.5)
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("go.ready-*"))) < len(processes):  # all started and waiting
+        assert time.monotonic() < deadline, "the worker processes did not start"
+        time.sleep(0.01)
     go.touch()
     outputs = [p.communicate(timeout=180)[0] for p in processes]
     assert [p.returncode for p in processes] == [0, 0, 0], outputs

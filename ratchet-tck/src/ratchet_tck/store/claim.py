@@ -180,7 +180,11 @@ class ClaimContracts(StoreSuiteBase):
             )
             for out in outputs
         ]
-        time.sleep(0.5)
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.glob("ready-*"))) < len(processes):  # all imported, waiting
+            assert time.monotonic() < deadline, "the claimer processes did not start"
+            assert all(p.poll() is None for p in processes), "a claimer process died"
+            time.sleep(0.01)
         go.touch()
         errors = [p.communicate(timeout=120)[1] for p in processes]
         assert [p.returncode for p in processes] == [0, 0, 0], errors
@@ -196,6 +200,7 @@ _CLAIMER = textwrap.dedent("""
 
     url, out, go = sys.argv[1:4]
     store = PluginRegistry.load().create_store(url)
+    open(os.path.join(os.path.dirname(go), f"ready-{os.getpid()}"), "w").close()
     while not os.path.exists(go):
         time.sleep(0.005)
     got = []
