@@ -177,3 +177,18 @@ def certify_sqlite(session: nox.Session) -> None:
     for leftover in database.parent.glob(database.name + "*"):
         leftover.unlink()
     _certify(session, "certify-sqlite", "--store", f"sqlite:///{database}")
+
+
+@nox.session(name="bench", default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against PGQueuer and Procrastinate (benchmarks/README.md). Not part of
+    scripts/test or CI. Arguments after ``--`` go to benchmarks/run.py:
+    ``nox -s bench -- --quick``."""
+    if not os.environ.get("RATCHET_TEST_POSTGRESQL_URL"):
+        session.error("RATCHET_TEST_POSTGRESQL_URL is not set: run scripts/services up postgresql")
+    out = ROOT / "artifacts" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    peers = ["--with", "procrastinate==3.10.0", "--with", "pgqueuer[asyncpg]==1.6.0"]
+    report = ["--json", str(out / "results.json"), "--markdown", str(out / "results.md")]
+    runner = ["python", "benchmarks/run.py", *report, *session.posargs]
+    session.run("uv", "run", "--locked", *peers, *runner, external=True)
