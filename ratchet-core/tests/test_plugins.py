@@ -121,7 +121,7 @@ def test_a_wakeup_hint_only_wakes_pollers() -> None:
     app = Ratchet("memory://", plugins=registry, coordinator="a", poll_idle_max_seconds=60)
     woken: list[bool] = []
     worker = app.worker()
-    worker.wake = lambda: woken.append(True)  # type: ignore[method-assign]
+    worker.wake = lambda **_: woken.append(True)  # type: ignore[method-assign]
     app._attach(worker)
     listener = app.coordinator.listeners[0]  # type: ignore[attr-defined]
     listener(WakeupHint(priority=4, source_node="other"))

@@ -197,3 +197,19 @@ def test_cancel_recurring_by_key_and_tag(app: Ratchet) -> None:
     assert app.cancel_recurring_by_business_key("c") == 0
     assert app.cancel_recurring_by_tag("Nightly") == 2
     assert app.list_recurring() == []
+
+
+def test_enqueue_wakes_the_poller_but_not_the_recurring_scheduler(app: Ratchet) -> None:
+    """Schedules are re-read when they change, not on every enqueue (that would cost a
+    scheduler pass with a lock write per job)."""
+
+    @app.job
+    def work() -> None: ...
+
+    worker = app.worker()
+    app._attach(worker)
+    work.enqueue()
+    assert worker._wake.is_set() and not worker._recurring_wake.is_set()
+    app.schedule_recurring(work, "0 1 * * *", id="nightly")
+    assert worker._recurring_wake.is_set()
+    app._detach(worker)

@@ -294,7 +294,7 @@ class Ratchet:
             source="api",
         )
         self.store.save_recurring(definition)
-        self._wake_local()
+        self._wake_local(schedules_changed=True)
         return definition.id
 
     def _recurring_definition(
@@ -550,11 +550,14 @@ class Ratchet:
         with self._workers_lock:
             self._workers.discard(worker)
 
-    def _wake_local(self) -> None:
+    def _wake_local(self, *, schedules_changed: bool = False) -> None:
+        """Make this process's workers poll now; with ``schedules_changed`` their
+        recurring schedulers also re-read the schedules (not on every enqueue: that would
+        cost a scheduler pass, with a lock write, per job)."""
         with self._workers_lock:
             workers = list(self._workers)
         for worker in workers:
-            worker.wake()
+            worker.wake(schedules_changed=schedules_changed)
 
     def _on_wakeup_hint(self, hint: WakeupHint) -> None:
         # A hint may only cause a poll, never run anything.

@@ -183,11 +183,13 @@ class Worker:
     def __exit__(self, *_exc: object) -> None:
         self.stop()
 
-    def wake(self) -> None:
-        """Poll now (local enqueue, coordinator hint) and re-read recurring schedules."""
+    def wake(self, *, schedules_changed: bool = False) -> None:
+        """Poll now (local enqueue, coordinator hint); re-read the recurring schedules too
+        when they changed."""
         self.polling.on_wakeup()
         self._wake.set()
-        self._recurring_wake.set()
+        if schedules_changed:
+            self._recurring_wake.set()
 
     # -- claiming ------------------------------------------------------------------------
 
