@@ -146,15 +146,18 @@ SELECT count(*) FROM released
 """
 
 CLOSE_STALE_EXECUTIONS = f"""
-UPDATE ratchet_execution
-SET status = 'FAILED', message = %(message)s, finished_at = statement_timestamp()
-WHERE status = 'RUNNING' AND (job_id, claim_seq) IN (
+WITH stale AS MATERIALIZED (
     SELECT e.job_id, e.claim_seq
     FROM ratchet_execution AS e JOIN ratchet_job AS j ON j.id = e.job_id
     WHERE e.status = 'RUNNING'
       AND NOT (j.status = 'RUNNING' AND j.claim_seq = e.claim_seq)
       AND j.updated_at <= {_GRACE_CUTOFF}
-    LIMIT %(limit)s)
+    LIMIT %(limit)s
+)
+UPDATE ratchet_execution AS e
+SET status = 'FAILED', message = %(message)s, finished_at = statement_timestamp()
+FROM stale
+WHERE e.job_id = stale.job_id AND e.claim_seq = stale.claim_seq AND e.status = 'RUNNING'
 """
 
 # -- recurring -------------------------------------------------------------------------
@@ -211,15 +214,16 @@ _AGE_CUTOFF = "statement_timestamp() - make_interval(secs => %(age)s::float8)"
 
 # Tags go with the job (ON DELETE CASCADE); executions and idempotency keys stay.
 ARCHIVE_FINISHED_JOBS = f"""
-WITH moved AS (
-    DELETE FROM ratchet_job
-    WHERE id IN (
-        SELECT id FROM ratchet_job
-        WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELED') AND finished_at < {_AGE_CUTOFF}
-        ORDER BY finished_at, id
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED)
-    RETURNING *
+WITH doomed AS MATERIALIZED (
+    SELECT id FROM ratchet_job
+    WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELED') AND finished_at < {_AGE_CUTOFF}
+    ORDER BY finished_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+moved AS (
+    DELETE FROM ratchet_job AS j USING doomed WHERE j.id = doomed.id
+    RETURNING j.*
 ),
 archived AS (
     INSERT INTO ratchet_job_archive ({JOB_COLUMNS}, archived_at)
@@ -235,15 +239,19 @@ DELETE FROM ratchet_job WHERE status = 'FAILED' AND finished_at < {_AGE_CUTOFF}
 
 # Closed execution records only; RUNNING ones belong to a live claim (or to the stale-close
 # scan) and are never deleted here.
+# A LIMIT inside "WHERE key IN (subquery)" is not a bound: the planner may run the
+# subquery more than once, and with SKIP LOCKED each run can pick other rows. Batches are
+# therefore chosen once, in a MATERIALIZED CTE.
 PURGE_EXECUTIONS = f"""
-DELETE FROM ratchet_execution
-WHERE (job_id, claim_seq) IN (
+WITH doomed AS MATERIALIZED (
     SELECT job_id, claim_seq FROM ratchet_execution
     WHERE status <> 'RUNNING' AND finished_at < {_AGE_CUTOFF}
     ORDER BY finished_at
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED)
-  AND status <> 'RUNNING'
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ratchet_execution AS e USING doomed
+WHERE e.job_id = doomed.job_id AND e.claim_seq = doomed.claim_seq AND e.status <> 'RUNNING'
 """
 
 # -- tests -----------------------------------------------------------------------------
