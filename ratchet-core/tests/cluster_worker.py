@@ -12,6 +12,7 @@ recovery treat every node as dead.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import time
@@ -48,6 +49,7 @@ def main() -> None:
     @app.job(name="long", max_retries=0)
     def long(n: int, first_claim_seconds: float, later_claim_seconds: float) -> dict[str, int]:
         claim = current_job().claim_seq
+        record(f"began {n} claim={claim} pid={os.getpid()}")
         time.sleep(first_claim_seconds if claim == 1 else later_claim_seconds)
         record(f"ran {n} claim={claim} pid={os.getpid()}")
         return {"pid": os.getpid(), "claim": claim}
@@ -72,6 +74,19 @@ def main() -> None:
             return bool(complete(job_id, job.claim_seq if job else claim_seq, **kwargs))
 
         store.complete_job = unfenced_complete
+        if hasattr(store, "complete_jobs"):  # the worker's group commit path
+            complete_many = store.complete_jobs
+
+            def unfenced_complete_many(completions: Any) -> Any:
+                current = [store.get_job(c.job_id) for c in completions]
+                return complete_many(
+                    [
+                        dataclasses.replace(c, claim_seq=job.claim_seq) if job else c
+                        for c, job in zip(completions, current, strict=True)
+                    ]
+                )
+
+            store.complete_jobs = unfenced_complete_many
     elif args.guard_off == "heartbeat":
         recover = store.recover_orphans
 

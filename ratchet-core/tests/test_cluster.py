@@ -202,6 +202,9 @@ def _stale_worker_scenario(c: Cluster, store_url: str, *a_flags: str) -> dict[st
     job_id = app.enqueue("long", 1, 3.0, 3.0)
     a = c.start(*a_flags)
     wait_until(lambda: app.get_job(job_id).status is JobStatus.RUNNING, 30, "A to claim", c)  # type: ignore[union-attr]
+    # Freeze A only once its job is sleeping, so the job's time passes during the freeze
+    # and A thaws with its outcome ready, well before B's run of the job ends.
+    wait_until(lambda: c.lines("began 1 claim=1"), 30, "A's job to begin", c)
     c.freeze(a)
     c.start()
     wait_until(lambda: app.get_job(job_id).claim_seq == 2, 30, "B to recover and claim", c)  # type: ignore[union-attr]

@@ -6,9 +6,10 @@ Each is the embedded store with one guard removed, the way a real bug would look
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from ratchet.spi import ClaimedJob
+from ratchet.spi import ClaimedJob, Completion
 from ratchet.stores.sqlite import _statements as sql
 from ratchet.stores.sqlite._rows import claimed_from_row
 from ratchet.stores.sqlite.store import SQLiteJobStore
@@ -64,6 +65,33 @@ class UnfencedCompletionStore(SQLiteJobStore):
             current[0] if current else claim_seq,
             result_json=result_json,
             result_type=result_type,
+        )
+
+
+class UnfencedBatchCompletionStore(SQLiteJobStore):
+    """Records a batch of completions against whatever claim each job has now."""
+
+    def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
+        with self._read() as conn:
+            current = {
+                c.job_id: row[0]
+                for c in completions
+                if (
+                    row := conn.execute(
+                        "SELECT claim_seq FROM ratchet_job WHERE id = ?", (c.job_id,)
+                    ).fetchone()
+                )
+            }
+        return super().complete_jobs(
+            [
+                Completion(
+                    job_id=c.job_id,
+                    claim_seq=current.get(c.job_id, c.claim_seq),
+                    result_json=c.result_json,
+                    result_type=c.result_type,
+                )
+                for c in completions
+            ]
         )
 
 

@@ -39,6 +39,19 @@ class RatchetOptions:
     claim_batch_size: int = _opt(
         50, "RATCHET_CLAIM_BATCH_SIZE", "Most jobs claimed per poll", kind="int", minimum=1
     )
+    completion_batch_size: int = _opt(
+        100,
+        "RATCHET_COMPLETION_BATCH_SIZE",
+        "Most successes recorded in one write (group commit); 1 writes each alone",
+        kind="int",
+        minimum=1,
+    )
+    prefetch_seconds: float = _opt(
+        0.1,
+        "RATCHET_PREFETCH_SECONDS",
+        "Claim short jobs ahead of free slots, about this much work per worker; 0 disables",
+        minimum=0.0,
+    )
     poll_burst_seconds: float = _opt(
         0.5, "RATCHET_POLL_BURST_SECONDS", "Poll interval while work flows", minimum=0.01
     )

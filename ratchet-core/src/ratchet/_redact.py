@@ -8,7 +8,7 @@ __all__ = ["redact"]
 
 _URL_SECRET = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@")
 _QUERY_SECRET = re.compile(
-    r"(?P<head>[?&;\s](?:password|passwd|pwd|passcode|secret|token)=)[^&\s]+", re.IGNORECASE
+    r"(?P<head>[?&;,(\s](?:password|passwd|pwd|passcode|secret|token)=)[^&\s]+", re.IGNORECASE
 )
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "BackoffPolicy",
     "ClaimedJob",
+    "Completion",
     "Execution",
     "ExecutionStatus",
     "Job",
@@ -175,6 +176,20 @@ class ClaimedJob:
     recurring_id: str | None
     scheduled_at: datetime
     claimed_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Completion:
+    """One successful outcome to record, fenced by the ``claim_seq`` of its claim.
+
+    The argument of :meth:`ratchet.spi.SupportsBatchCompletion.complete_jobs`: the same
+    values :meth:`ratchet.spi.JobQueue.complete_job` takes, for one job of a batch.
+    """
+
+    job_id: str
+    claim_seq: int
+    result_json: str | None
+    result_type: str | None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -7,6 +7,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -63,11 +64,18 @@ class JobExecutor:
     """Runs at most ``concurrency`` jobs at once and tracks which claims are in flight."""
 
     def __init__(
-        self, runner: JobRunner, concurrency: int, on_done: Callable[[Any], None] | None = None
+        self,
+        runner: JobRunner,
+        concurrency: int,
+        on_done: Callable[[Any], None] | None = None,
+        on_slot_time: Callable[[float], None] | None = None,
     ) -> None:
+        """``on_done(outcome)`` runs after each job's slot is free (``None`` when
+        recording failed); ``on_slot_time(seconds)`` gets how long each slot was held."""
         self.runner = runner
         self.concurrency = concurrency
         self._on_done = on_done
+        self._on_slot_time = on_slot_time
         self._pool = _DaemonThreadPool(concurrency, "ratchet-job")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
@@ -91,6 +99,7 @@ class JobExecutor:
             # Reserve the slot before starting, so a job that finishes at once is not
             # counted after it has already been removed.
             self._in_flight[key] = (job, None)
+        started = time.monotonic()
         future: concurrent.futures.Future[Any]
         if self.runner.is_async(job):
             coroutine = self.runner.run_async(job)
@@ -100,9 +109,13 @@ class JobExecutor:
         with self._changed:
             if key in self._in_flight:
                 self._in_flight[key] = (job, future)
-        future.add_done_callback(lambda f: self._finished(key, f))
+        future.add_done_callback(lambda f: self._finished(key, f, started))
 
-    def _finished(self, key: tuple[str, int], future: concurrent.futures.Future[Any]) -> None:
+    def _finished(
+        self, key: tuple[str, int], future: concurrent.futures.Future[Any], started: float
+    ) -> None:
+        if self._on_slot_time is not None:
+            self._on_slot_time(time.monotonic() - started)
         outcome = None
         if not future.cancelled() and future.exception() is not None:
             # The runner records every job failure itself; this is a bug or a store outage

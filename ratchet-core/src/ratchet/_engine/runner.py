@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,12 +19,13 @@ from typing import Any
 
 from ratchet import _context
 from ratchet._codec import encode_result
+from ratchet._engine.completions import GroupCommit
 from ratchet._failures import is_do_not_retry
 from ratchet._imports import resolve_reference
 from ratchet._jobs import JobDefinition, JobFunction
 from ratchet._redact import redact
 from ratchet._retry import backoff_seconds
-from ratchet._types import ClaimedJob
+from ratchet._types import ClaimedJob, Completion, JobStatus
 from ratchet.errors import TargetNotAllowedError
 from ratchet.spi import ClassPolicy, JobStore, RetryPolicy
 
@@ -94,8 +97,20 @@ class JobRunner:
         class_policy: ClassPolicy,
         retry_policy: RetryPolicy,
         on_stale: Callable[[ClaimedJob], None] | None = None,
+        group_commit: GroupCommit | None = None,
+        keep_trying: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``group_commit``, when given, records successes in shared batched writes
+        (see :mod:`ratchet._engine.completions`); otherwise each goes alone.
+
+        ``keep_trying`` says whether an outcome write that failed (the store was
+        unreachable) should be tried again. A live node's claims are never recovered by
+        other nodes, so giving up would leave the job RUNNING until this node stops; the
+        worker keeps trying while its heartbeats hold the claim.
+        """
         self.store = store
+        self.group_commit = group_commit
+        self.keep_trying = keep_trying
         self.registry = registry
         self.class_policy = class_policy
         self.retry_policy = retry_policy
@@ -211,9 +226,25 @@ class JobRunner:
 
     def _record_success(self, job: ClaimedJob, result: Any) -> Outcome:
         result_json, result_type = encode_result(job.name, result)
-        recorded = self.store.complete_job(
-            job.id, job.claim_seq, result_json=result_json, result_type=result_type
-        )
+        group_commit = self.group_commit
+        if group_commit is not None:
+            completion = Completion(
+                job_id=job.id,
+                claim_seq=job.claim_seq,
+                result_json=result_json,
+                result_type=result_type,
+            )
+            recorded = self._persist(
+                job, JobStatus.SUCCEEDED, lambda: group_commit.complete(completion)
+            )
+        else:
+            recorded = self._persist(
+                job,
+                JobStatus.SUCCEEDED,
+                lambda: self.store.complete_job(
+                    job.id, job.claim_seq, result_json=result_json, result_type=result_type
+                ),
+            )
         if not recorded:
             self._stale(
                 job,
@@ -228,8 +259,12 @@ class JobRunner:
         error = describe_failure(exc)
         kind, delay = self.decide(job, exc)
         if kind == "retried":
-            recorded = self.store.schedule_retry(
-                job.id, job.claim_seq, error=error, delay_seconds=delay
+            recorded = self._persist(
+                job,
+                JobStatus.PENDING,
+                lambda: self.store.schedule_retry(
+                    job.id, job.claim_seq, error=error, delay_seconds=delay
+                ),
             )
             log.info(
                 "Job %s (%s) attempt %d failed with %s; retrying in %.3g s.",
@@ -240,7 +275,11 @@ class JobRunner:
                 delay,
             )
         else:
-            recorded = self.store.fail_job(job.id, job.claim_seq, error=error)
+            recorded = self._persist(
+                job,
+                JobStatus.FAILED,
+                lambda: self.store.fail_job(job.id, job.claim_seq, error=error),
+            )
             log.warning(
                 "Job %s (%s) failed on attempt %d and moved to the dead-letter queue: %s",
                 job.id,
@@ -252,6 +291,46 @@ class JobRunner:
             self._stale(job, succeeded=False, message=error)
             return Outcome(job.id, "stale", False)
         return Outcome(job.id, kind, True)
+
+    def _persist(self, job: ClaimedJob, leaves: JobStatus, write: Callable[[], bool]) -> bool:
+        """Run the fenced outcome ``write``; retry it with backoff while the store is
+        unreachable and :attr:`keep_trying` allows, then give up by raising.
+
+        A write whose answer was lost may have been applied: when a retry finds the claim
+        no longer RUNNING, the job is read back, and it counts as recorded when it is in
+        ``leaves`` (the status the write leaves) under this very claim.
+        """
+        delay = 0.05
+        failures = 0
+        while True:
+            try:
+                recorded = write()
+            except Exception as exc:
+                failures += 1
+                if not self.keep_trying():
+                    raise
+                if failures == 1 or failures % 20 == 0:
+                    log.warning(
+                        "Could not record the outcome of job %s (%s); retrying until the "
+                        "store answers (failure %d).",
+                        job.id,
+                        redact(f"{type(exc).__name__}: {exc}"),
+                        failures,
+                    )
+                time.sleep(delay * random.uniform(0.8, 1.2))
+                delay = min(delay * 2, 5.0)
+                continue
+            if recorded or not failures:
+                return recorded
+            current = self.store.get_job(job.id)
+            applied = (
+                current is not None
+                and current.claim_seq == job.claim_seq
+                and current.status is leaves
+            )
+            if applied:
+                log.info("Job %s: the outcome written before the failure was kept.", job.id)
+            return applied
 
     def decide(self, job: ClaimedJob, exc: BaseException) -> tuple[str, float]:
         """``("failed", 0)`` for the dead-letter queue, else ``("retried", delay seconds)``.

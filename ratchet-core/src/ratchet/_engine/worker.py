@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ratchet._engine.archiver import Archiver
+from ratchet._engine.completions import GroupCommit
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.heartbeat import heartbeat_interval, retry_delay
 from ratchet._engine.polling import AdaptivePolling
+from ratchet._engine.prefetch import ReadyQueue
 from ratchet._engine.recurring import RecurringScheduler
 from ratchet._engine.runner import JobRunner, Outcome
 from ratchet._messages import (
@@ -29,6 +31,7 @@ from ratchet._messages import (
 )
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, OrphanRecovery
+from ratchet.spi import SupportsBatchCompletion
 
 if TYPE_CHECKING:
     from ratchet._app import Ratchet
@@ -71,14 +74,32 @@ class Worker:
         self.polling = AdaptivePolling(
             burst=options.poll_burst_seconds, idle_max=options.poll_idle_max_seconds
         )
+        self.group_commit: GroupCommit | None = None
+        if options.completion_batch_size > 1 and isinstance(app.store, SupportsBatchCompletion):
+            self.group_commit = GroupCommit(
+                app.store.complete_jobs, max_batch=options.completion_batch_size
+            )
         self.runner = JobRunner(
             store=app.store,
             registry=app.registry,
             class_policy=app.class_policy,
             retry_policy=app.retry_policy,
             on_stale=self._count_stale,
+            group_commit=self.group_commit,
+            keep_trying=self._outcome_writes_may_retry,
         )
-        self.executor = JobExecutor(self.runner, self.concurrency, on_done=self._slot_freed)
+        self.ready = ReadyQueue(
+            concurrency=self.concurrency,
+            prefetch_seconds=options.prefetch_seconds,
+            max_ahead=options.claim_batch_size,
+        )
+        self.executor = JobExecutor(
+            self.runner,
+            self.concurrency,
+            on_done=self._slot_freed,
+            on_slot_time=self.ready.observe,
+        )
+        self._start_lock = threading.Lock()
         self._wake = threading.Event()
         self._recurring_wake = threading.Event()
         self.archiver = Archiver(app.store, options, app.node_id)
@@ -138,7 +159,8 @@ class Worker:
             return
         self._stopped = True
         wait = self.options.shutdown_timeout_seconds if timeout is None else timeout
-        self._claiming.clear()  # 1. stop claiming
+        self._claiming.clear()  # 1. stop claiming, and give back what was claimed ahead
+        self._release_ready()
         self._stop_timers.set()  # 2. stop poller and maintenance; heartbeat keeps going
         self._wake.set()
         self._recurring_wake.set()
@@ -168,6 +190,18 @@ class Worker:
             self.heartbeat_store.close()
         log.info("Ratchet worker %s stopped.", self.node_id)
 
+    def _release_ready(self) -> None:
+        """Release the claimed-ahead jobs that never started, with no charge."""
+        released = 0
+        for job in self.ready.drain():
+            try:
+                if self.store.release_claim(job.id, job.claim_seq, message=DRAIN_RELEASED_MESSAGE):
+                    released += 1
+            except Exception as exc:  # recovered with the node's other claims later
+                log.debug("Could not release job %s: %s", job.id, redact(str(exc)))
+        if released:
+            log.info("Released %d claimed-ahead job(s) that had not started.", released)
+
     def _release_claims(self) -> int:
         try:
             released = self.store.release_node_claims(self.node_id, message=DRAIN_RELEASED_MESSAGE)
@@ -194,11 +228,11 @@ class Worker:
     # -- claiming ------------------------------------------------------------------------
 
     def claim_once(self) -> list[ClaimedJob]:
-        """Claim as many due jobs as there are free slots (up to the batch size) and
-        hand them to the executor."""
+        """Claim due jobs for the free slots, plus what short jobs may claim ahead (see
+        :mod:`ratchet._engine.prefetch`), up to the batch size; start what fits."""
         if not self._claiming.is_set() or self._heartbeat_lost():
             return []
-        limit = min(self.executor.free_slots(), self.options.claim_batch_size)
+        limit = min(self._room(), self.options.claim_batch_size)
         if limit <= 0:
             return []
         jobs = self.store.claim_due_jobs(
@@ -208,22 +242,59 @@ class Worker:
         )
         self._last_poll_full = len(jobs) >= limit
         self.stats.claimed += len(jobs)
-        for job in jobs:
-            self.executor.submit(job)
+        self.ready.push(jobs)
+        self._start_ready()
         return jobs
+
+    def _room(self) -> int:
+        """How many more jobs this worker may hold: free slots plus the claim-ahead
+        allowance, minus what already waits in the ready queue."""
+        return self.executor.free_slots() + self.ready.ahead_allowance() - len(self.ready)
+
+    def _low_water(self) -> int:
+        """Claim again once this much room is free: half of what the worker can hold."""
+        hold = self.concurrency + self.ready.ahead_allowance()
+        return max(1, min(hold // 2, self.options.claim_batch_size))
+
+    def _start_ready(self) -> None:
+        """Move waiting claimed jobs into free slots (never more than the slots)."""
+        with self._start_lock:
+            while self.executor.free_slots() > 0:
+                job = self.ready.pop()
+                if job is None:
+                    return
+                self.executor.submit(job)
 
     def _poll_loop(self) -> None:
         while not self._stop_timers.is_set():
             try:
-                limit = min(self.executor.free_slots(), self.options.claim_batch_size)
+                limit = min(self._room(), self.options.claim_batch_size)
                 claimed = len(self.claim_once()) if limit > 0 else 0
                 self._recovered_from_error()
                 delay = self.polling.after_poll(claimed, limit) if limit > 0 else self.polling.delay
+                if delay == 0:
+                    self._wait_for_low_water()
             except Exception as exc:
                 delay = self.polling.after_error()
                 self._store_error("claim jobs", exc, delay)
             if delay > 0:
                 self._wake.wait(delay)
+            self._wake.clear()
+
+    def _wait_for_low_water(self) -> None:
+        """After a full claim more work waits: claim it once enough room is free.
+
+        A claim costs nearly the same for 1 job as for 10, so waiting for half the room
+        (``_slot_freed`` wakes us) makes claims larger and cheaper per job. The burst
+        interval bounds the wait, so slow jobs still get their free slots refilled.
+        """
+        deadline = time.monotonic() + self.polling.burst
+        while (
+            self._room() < self._low_water()
+            and not self._stop_timers.is_set()
+            and (left := deadline - time.monotonic()) > 0
+        ):
+            self._wake.wait(left)
             self._wake.clear()
 
     def summary(self) -> str:
@@ -238,9 +309,20 @@ class Worker:
     def _slot_freed(self, outcome: Outcome | None) -> None:
         if outcome is not None and outcome.kind in ("succeeded", "retried", "failed"):
             setattr(self.stats, outcome.kind, getattr(self.stats, outcome.kind) + 1)
-        # A full batch means more work is probably waiting: claim as soon as a slot frees.
-        if self._last_poll_full:
+        # The freed slot takes the next claimed-ahead job, unless this node is draining
+        # or may already have lost its claims to recovery.
+        if self._claiming.is_set() and not self._heartbeat_lost():
+            self._start_ready()
+        # A full batch means more work is probably waiting: claim again once half the
+        # room is free (see _wait_for_low_water).
+        if self._last_poll_full and self._room() >= self._low_water():
             self._wake.set()
+
+    def _outcome_writes_may_retry(self) -> bool:
+        """While heartbeats hold this node's claims nobody else will recover them, so a
+        failed outcome write is worth retrying; past the grace (or once the heartbeat has
+        stopped) other nodes take the jobs back and the write would be stale anyway."""
+        return not self._stop_heartbeat.is_set() and not self._heartbeat_lost()
 
     def _count_stale(self, _job: ClaimedJob) -> None:
         self.stats.stale_outcomes += 1
@@ -418,7 +500,7 @@ def run_until_idle(app: Ratchet, *, timeout: float | None, concurrency: int | No
         while True:
             finished_before = worker.executor.completed
             claimed = worker.claim_once()
-            if not claimed and not worker.executor.in_flight():
+            if not claimed and not worker.executor.in_flight() and not len(worker.ready):
                 if worker.executor.completed == finished_before:
                     return worker.stats.claimed
                 continue  # something finished meanwhile and may have scheduled a retry

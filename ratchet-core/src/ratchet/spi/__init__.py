@@ -19,6 +19,7 @@ from ratchet._types import (
     TERMINAL_STATUSES,
     BackoffPolicy,
     ClaimedJob,
+    Completion,
     Execution,
     ExecutionStatus,
     Job,
@@ -40,6 +41,7 @@ from ratchet.spi._broadcast import (
     encode_envelope,
 )
 from ratchet.spi._capabilities import (
+    SupportsBatchCompletion,
     SupportsSchema,
     SupportsTestReset,
     SupportsTransactionalEnqueue,
@@ -83,6 +85,7 @@ __all__ = [
     "ClaimedJob",
     "ClassPolicy",
     "ClusterCoordinator",
+    "Completion",
     "CoordinatorMetrics",
     "DefaultNodeIdentityProvider",
     "DefaultRetryPolicy",
@@ -109,6 +112,7 @@ __all__ = [
     "RetryPolicy",
     "StartupCoordinator",
     "StoreStartupCoordinator",
+    "SupportsBatchCompletion",
     "SupportsSchema",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",

@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ratchet._types import NewJob
+from ratchet._types import Completion, NewJob
 
-__all__ = ["SupportsSchema", "SupportsTestReset", "SupportsTransactionalEnqueue"]
+__all__ = [
+    "SupportsBatchCompletion",
+    "SupportsSchema",
+    "SupportsTestReset",
+    "SupportsTransactionalEnqueue",
+]
 
 
 @runtime_checkable
@@ -53,4 +58,28 @@ class SupportsTransactionalEnqueue(Protocol):
 
     def enqueue_many_in(self, connection: Any, jobs: Sequence[NewJob]) -> None:
         """Insert ``jobs`` all-or-nothing in ``connection``'s current transaction."""
+        ...
+
+
+@runtime_checkable
+class SupportsBatchCompletion(Protocol):
+    """A store that records many successful outcomes in one round trip.
+
+    The worker groups the successes of jobs that finish while an earlier batch is being
+    written (group commit) and hands them over together; a store without this capability
+    gets one :meth:`~ratchet.spi.JobQueue.complete_job` call per job.
+    """
+
+    def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
+        """Record each completion exactly as ``complete_job`` would, fenced per row.
+
+        Returns one flag per completion, in order: ``True`` when that job was RUNNING with
+        exactly that ``claim_seq`` and is now SUCCEEDED (result stored, ``attempts + 1``,
+        execution record closed, business key released), ``False`` when it changed
+        nothing. A stale or unknown row never affects the others. The job ids of one call
+        are distinct. An empty sequence returns ``[]`` without touching the backend. When
+        the backend fails the call raises, and the caller treats every outcome of the
+        batch as unknown; whatever was recorded stays recorded, but each row is all or
+        nothing.
+        """
         ...

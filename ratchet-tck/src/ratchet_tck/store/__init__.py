@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from ratchet_tck.store._base import StoreSuiteBase, new_job, run_concurrently
+from ratchet_tck.store.batch import BatchCompletionContracts
 from ratchet_tck.store.claim import ClaimContracts
 from ratchet_tck.store.cluster import LockContracts, NodeContracts, RecoveryContracts
 from ratchet_tck.store.crud import CrudContracts
@@ -35,6 +36,7 @@ class JobStoreSuite(
     CrudContracts,
     ClaimContracts,
     FencingContracts,
+    BatchCompletionContracts,
     NodeContracts,
     OutcomeContracts,
     IdempotencyKeyContracts,

@@ -23,7 +23,15 @@ from typing import Any
 import pymysql
 from pymysql.cursors import Cursor
 
-from ratchet._types import ClaimedJob, Execution, ExecutionStatus, Job, JobStatus, NewJob
+from ratchet._types import (
+    ClaimedJob,
+    Completion,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    NewJob,
+)
 from ratchet.errors import BusinessKeyConflictError
 from ratchet.spi import JobStore
 from ratchet_store_mysql import _claim, _enqueue, _rows
@@ -148,6 +156,33 @@ class MySQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
                 "message": None,
             },
         )
+
+    def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
+        """SupportsBatchCompletion: the batch in one transaction (one commit), each row
+        fenced as in :meth:`complete_job`. Rows are written in id order, so two batches that
+        share a job (one of them stale) take their row locks in the same order."""
+        if not completions:
+            return []
+
+        def work(cursor: Cursor) -> dict[str, bool]:
+            recorded: dict[str, bool] = {}
+            for completion in sorted(completions, key=lambda c: c.job_id):
+                params = {
+                    "id": completion.job_id,
+                    "claim_seq": completion.claim_seq,
+                    "result_json": completion.result_json,
+                    "result_type": completion.result_type,
+                    "execution_status": ExecutionStatus.SUCCEEDED.value,
+                    "message": None,
+                }
+                changed = cursor.execute(sql.COMPLETE_JOB, params) == 1
+                if changed:
+                    cursor.execute(sql.CLOSE_EXECUTION, params)
+                recorded[completion.job_id] = changed
+            return recorded
+
+        recorded = self._transaction(work)
+        return [recorded[c.job_id] for c in completions]
 
     def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
         return self._fenced(

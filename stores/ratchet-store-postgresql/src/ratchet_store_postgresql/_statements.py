@@ -184,6 +184,37 @@ COMPLETE_JOB = _fenced(f"""
         updated_at = statement_timestamp()
     {_FENCE} RETURNING id, claim_seq""")
 
+# The batched form of COMPLETE_JOB (group commit): the same fence per row, one statement
+# for the whole batch. Rows are locked in id order so two batches that share a job (one of
+# them stale) cannot deadlock. Returns the ids recorded.
+COMPLETE_JOBS = """
+WITH done AS (
+    SELECT * FROM unnest(%(id)s::text[], %(claim_seq)s::bigint[], %(result_json)s::text[],
+                         %(result_type)s::text[]) AS d (id, claim_seq, result_json, result_type)
+),
+locked AS (
+    SELECT j.id FROM ratchet_job AS j JOIN done USING (id)
+    WHERE j.status = 'RUNNING' AND j.claim_seq = done.claim_seq
+    ORDER BY j.id FOR UPDATE OF j
+),
+job AS (
+    UPDATE ratchet_job AS j
+    SET status = 'SUCCEEDED', attempts = j.attempts + 1, result_json = done.result_json,
+        result_type = done.result_type, owner = NULL, finished_at = statement_timestamp(),
+        updated_at = statement_timestamp()
+    FROM done JOIN locked USING (id)
+    WHERE j.id = done.id AND j.status = 'RUNNING' AND j.claim_seq = done.claim_seq
+    RETURNING j.id, j.claim_seq
+),
+closed AS (
+    UPDATE ratchet_execution AS e
+    SET status = 'SUCCEEDED', message = NULL, finished_at = statement_timestamp()
+    FROM job WHERE e.job_id = job.id AND e.claim_seq = job.claim_seq
+    RETURNING 1
+)
+SELECT id FROM job
+"""
+
 FAIL_JOB = _fenced(f"""
     UPDATE ratchet_job
     SET status = 'FAILED', attempts = attempts + 1, last_error = %(message)s, owner = NULL,

@@ -21,7 +21,15 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from ratchet._types import ClaimedJob, Execution, ExecutionStatus, Job, JobStatus, NewJob
+from ratchet._types import (
+    ClaimedJob,
+    Completion,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    NewJob,
+)
 from ratchet.errors import BusinessKeyConflictError
 from ratchet.spi import JobStore
 from ratchet_store_postgresql import _enqueue, _rows
@@ -140,6 +148,22 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
                 "message": None,
             },
         )
+
+    def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
+        """SupportsBatchCompletion: one statement records the whole batch, fenced per row."""
+        if not completions:
+            return []
+        rows = self._all(
+            sql.COMPLETE_JOBS,
+            {
+                "id": [c.job_id for c in completions],
+                "claim_seq": [c.claim_seq for c in completions],
+                "result_json": [c.result_json for c in completions],
+                "result_type": [c.result_type for c in completions],
+            },
+        )
+        recorded = {row[0] for row in rows}
+        return [c.job_id in recorded for c in completions]
 
     def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
         return self._fenced(

@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from ratchet._types import (
     ClaimedJob,
+    Completion,
     Execution,
     ExecutionStatus,
     Job,
@@ -328,6 +329,36 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
             execution_status=ExecutionStatus.SUCCEEDED,
             message=None,
         )
+
+    def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
+        """SupportsBatchCompletion: the whole batch in one write transaction (one commit,
+        one hold of SQLite's write lock), fenced per row."""
+        if not completions:
+            return []
+        recorded: list[bool] = []
+        with self._write() as (conn, now):
+            for completion in completions:
+                params = {
+                    "id": completion.job_id,
+                    "claim_seq": completion.claim_seq,
+                    "result_json": completion.result_json,
+                    "result_type": completion.result_type,
+                    "now": now,
+                }
+                changed = conn.execute(sql.COMPLETE_JOB, params).rowcount == 1
+                if changed:
+                    conn.execute(
+                        sql.CLOSE_EXECUTION,
+                        {
+                            "id": completion.job_id,
+                            "claim_seq": completion.claim_seq,
+                            "status": ExecutionStatus.SUCCEEDED.value,
+                            "message": None,
+                            "now": now,
+                        },
+                    )
+                recorded.append(changed)
+        return recorded
 
     def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
         return self._fenced_outcome(

@@ -1,0 +1,80 @@
+"""Claiming short jobs ahead of free slots: bounded by time, released at drain."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ratchet import Ratchet
+from ratchet._engine.prefetch import ReadyQueue
+from ratchet.spi import DRAIN_RELEASED_MESSAGE, JobStatus
+
+
+def test_nothing_is_claimed_ahead_before_a_job_was_timed() -> None:
+    ready = ReadyQueue(concurrency=10, prefetch_seconds=0.1, max_ahead=50)
+    assert ready.ahead_allowance() == 0
+
+
+def test_the_allowance_is_about_prefetch_seconds_of_work() -> None:
+    ready = ReadyQueue(concurrency=4, prefetch_seconds=0.1, max_ahead=50)
+    ready.observe(0.02)  # 4 slots x 0.1 s / 0.02 s per job
+    assert ready.ahead_allowance() == 20
+    ready.observe(0.0001)
+    assert 0 < ready.ahead_allowance() <= 50  # capped at the claim batch size
+
+
+def test_slow_jobs_are_never_claimed_ahead() -> None:
+    ready = ReadyQueue(concurrency=8, prefetch_seconds=0.1, max_ahead=50)
+    ready.observe(2.0)
+    assert ready.ahead_allowance() == 0
+    off = ReadyQueue(concurrency=8, prefetch_seconds=0, max_ahead=50)
+    off.observe(0.001)
+    assert off.ahead_allowance() == 0
+
+
+def _app(tmp_path: Any, **options: Any) -> Ratchet:
+    app = Ratchet(f"sqlite:///{tmp_path / 'prefetch.db'}", coordinator="none", **options)
+
+    @app.job(name="quick")
+    def quick(n: int) -> int:
+        time.sleep(0.005)
+        return n
+
+    return app
+
+
+def test_short_jobs_are_claimed_ahead_and_a_drain_releases_them_unstarted(tmp_path: Any) -> None:
+    app = _app(tmp_path, concurrency=2, prefetch_seconds=1.0, poll_burst_seconds=0.05)
+    ids = app.enqueue_many("quick", [(n,) for n in range(400)])
+    worker = app.worker().start()
+    most_waiting = 0
+    deadline = time.monotonic() + 30
+    while worker.stats.succeeded < 60 and time.monotonic() < deadline:
+        most_waiting = max(most_waiting, len(worker.ready))
+        time.sleep(0.002)
+    worker.stop(timeout=10)
+    assert most_waiting > 2, "short jobs should have been claimed ahead of the 2 slots"
+    jobs = [app.get_job(job_id) for job_id in ids]
+    statuses = {job.status for job in jobs if job is not None}
+    assert statuses <= {JobStatus.SUCCEEDED, JobStatus.PENDING}  # nothing left RUNNING
+    released = [
+        job
+        for job in jobs
+        if job is not None and job.status is JobStatus.PENDING and job.claim_seq > 0
+    ]
+    assert released, "the claimed-ahead jobs should have been given back"
+    for job in released:
+        [execution] = app.executions(job.id)
+        assert execution.message == DRAIN_RELEASED_MESSAGE
+        assert (job.attempts, job.crash_count) == (0, 0)  # released with no charge
+
+
+def test_prefetch_off_claims_only_free_slots(tmp_path: Any) -> None:
+    app = _app(tmp_path, concurrency=2, prefetch_seconds=0, poll_burst_seconds=0.05)
+    app.enqueue_many("quick", [(n,) for n in range(60)])
+    worker = app.worker().start()
+    deadline = time.monotonic() + 30
+    while worker.stats.succeeded < 20 and time.monotonic() < deadline:
+        assert len(worker.ready) + len(worker.executor.in_flight()) <= 2
+        time.sleep(0.002)
+    worker.stop(timeout=10)

@@ -1,0 +1,142 @@
+"""Batched completion (``SupportsBatchCompletion``): the same fence per row as one at a time.
+
+N/A for stores without the capability: the worker then records each success alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ratchet.spi import (
+    Completion,
+    ExecutionStatus,
+    JobStatus,
+    JobStore,
+    SupportsBatchCompletion,
+)
+from ratchet_tck._contract import Level, contract
+from ratchet_tck.store._base import NA_PREFIX, StoreFactory, StoreSuiteBase, run_concurrently
+
+
+def batch_store(store: JobStore) -> SupportsBatchCompletion:
+    if not isinstance(store, SupportsBatchCompletion):
+        pytest.skip(f"{NA_PREFIX} the store does not offer SupportsBatchCompletion")
+    return store
+
+
+def done(job_id: str, claim_seq: int, result: str | None = None) -> Completion:
+    return Completion(
+        job_id=job_id,
+        claim_seq=claim_seq,
+        result_json=result,
+        result_type=None if result is None else "str",
+    )
+
+
+class BatchCompletionContracts(StoreSuiteBase):
+    @contract("batch completion", Level.CORE)
+    def test_each_row_of_a_batch_is_fenced_on_its_own(self, store: JobStore) -> None:
+        """One batch holding two current claims, a stale claim (the job was released and
+        claimed again), a PENDING job and an unknown id returns ``[True, False, True, False,
+        False]``: the current claims are SUCCEEDED with their own results, and the stale,
+        pending and unknown rows are exactly as before, executions included.
+
+        On failure: every row of the batched write needs its own ``status = 'RUNNING' AND
+        claim_seq = :expected`` condition, and the answer per row must come from which rows
+        matched, not from the batch's total.
+        """
+        batch = batch_store(store)
+        first = self.running(store)
+        stale = self.running(store)
+        assert store.release_claim(stale.id, stale.claim_seq, message="recovered")
+        current = self.claim(store, stale.id, node="node-b")
+        second = self.running(store)
+        pending = self.enqueue(store)
+        untouched = {job_id: self.get(store, job_id) for job_id in (stale.id, pending)}
+        executions = store.list_executions(stale.id)
+
+        flags = batch.complete_jobs(
+            [
+                done(first.id, first.claim_seq, '"one"'),
+                done(stale.id, stale.claim_seq, '"late"'),
+                done(second.id, second.claim_seq, '"two"'),
+                done(pending, 0, '"never"'),
+                done("no-such-job", 1, '"never"'),
+            ]
+        )
+
+        assert flags == [True, False, True, False, False]
+        assert (self.get(store, first.id).status, self.get(store, first.id).result) == (
+            JobStatus.SUCCEEDED,
+            "one",
+        )
+        assert (self.get(store, second.id).status, self.get(store, second.id).result) == (
+            JobStatus.SUCCEEDED,
+            "two",
+        )
+        for job_id, before in untouched.items():
+            assert self.get(store, job_id) == before
+        assert store.list_executions(stale.id) == executions
+        assert batch.complete_jobs([done(stale.id, current.claim_seq)]) == [True]
+
+    @contract("batch completion", Level.CORE)
+    def test_a_batched_completion_is_a_full_completion(self, store: JobStore) -> None:
+        """Each recorded row is what ``complete_job`` leaves: SUCCEEDED, ``attempts + 1``,
+        finish time set, owner cleared, execution closed SUCCEEDED, business key released;
+        a second batch with the same claims records nothing. An empty batch returns ``[]``."""
+        batch = batch_store(store)
+        assert batch.complete_jobs([]) == []
+        jobs = [self.running(store, business_key=f"batch-{n}") for n in range(3)]
+        assert batch.complete_jobs([done(j.id, j.claim_seq) for j in jobs]) == [True] * 3
+        for job in jobs:
+            got = self.get(store, job.id)
+            assert (got.status, got.attempts, got.owner, got.result) == (
+                JobStatus.SUCCEEDED,
+                1,
+                None,
+                None,
+            )
+            assert got.finished_at is not None
+            assert [e.status for e in store.list_executions(job.id)] == [ExecutionStatus.SUCCEEDED]
+            self.enqueue(store, business_key=job.business_key)  # the key is free again
+        assert batch.complete_jobs([done(j.id, j.claim_seq) for j in jobs]) == [False] * 3
+
+    @contract("batch completion", Level.ADVANCED)
+    def test_a_batch_racing_a_takeover_never_records_both(self, stores: StoreFactory) -> None:
+        """While one node completes 40 of its claims in batches of 8, another store instance
+        takes the same jobs over one by one (releases the claim and claims the job again,
+        as recovery and another node would). Afterwards every job is either SUCCEEDED, with
+        the batch reporting ``True`` and the takeover ``False``, or RUNNING under node-b's
+        newer claim, with the batch reporting ``False``; never both, never neither."""
+        store, other = stores(), stores()
+        batch = batch_store(store)
+        jobs = [self.running(store) for _ in range(40)]
+        chunks = [jobs[n : n + 8] for n in range(0, len(jobs), 8)]
+
+        def take_over(job_id: str, claim_seq: int) -> bool:
+            if not other.release_claim(job_id, claim_seq, message="recovered"):
+                return False
+            [again] = self.claim_all(other, "node-b", limit=1)
+            assert again.id == job_id, "another job was due"
+            return True
+
+        results = run_concurrently(
+            [
+                lambda: [
+                    flag
+                    for chunk in chunks
+                    for flag in batch.complete_jobs([done(j.id, j.claim_seq) for j in chunk])
+                ],
+                lambda: [take_over(j.id, j.claim_seq) for j in reversed(jobs)],
+            ]
+        )
+        completed, taken = results[0], results[1]
+        assert not isinstance(completed, BaseException), completed
+        assert not isinstance(taken, BaseException), taken
+        for job, was_completed, was_taken in zip(jobs, completed, reversed(taken), strict=True):
+            assert was_completed != was_taken, f"job {job.id}: both or neither recorded"
+            got = self.get(store, job.id)
+            if was_completed:
+                assert got.status is JobStatus.SUCCEEDED
+            else:
+                assert (got.status, got.owner) == (JobStatus.RUNNING, "node-b")
