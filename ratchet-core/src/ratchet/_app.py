@@ -402,7 +402,9 @@ class Ratchet:
         """Enqueue inside the caller's open transaction on ``connection``: workers see the
         job only after the caller commits, and a rollback removes it. Needs a store with
         transactional enqueue (PostgreSQL: a psycopg connection or an SQLAlchemy
-        Connection/Session). No wakeup is sent: workers find the job at their next poll."""
+        Connection/Session). Workers are woken at the commit when the store carries the
+        coordinator's hints (PostgreSQL with the LISTEN/NOTIFY coordinator); otherwise
+        they find the job at their next poll."""
         return self.builder(func, *args, **kwargs).submit_in(connection)
 
     def enqueue_many_in(
@@ -468,7 +470,8 @@ class Ratchet:
 
     def _announce(self, priority: int) -> None:
         self._wake_local()
-        self.coordinator.notify_new_work(priority, self.node_id, None)
+        if not self.coordinator.store_sends_enqueue_hints:  # else it went with the insert
+            self.coordinator.notify_new_work(priority, self.node_id, None)
 
     # -- reading and managing jobs -------------------------------------------------------
 

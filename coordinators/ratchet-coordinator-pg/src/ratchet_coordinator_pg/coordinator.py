@@ -1,7 +1,8 @@
 """PostgreSQLClusterCoordinator: wakeup hints with LISTEN/NOTIFY.
 
-A dedicated autocommit connection LISTENs on the channel; hints are sent with
-``pg_notify`` on a second connection. NOTIFY is delivered to listeners connected at the
+A dedicated autocommit connection LISTENs on the channel. On the store's own database the
+store sends each enqueue's hint in the insert's transaction (``SupportsEnqueueHints``);
+other hints are sent with ``pg_notify`` on a second connection. NOTIFY is delivered to listeners connected at the
 time it is committed, which fits hints: a node that misses one still polls. When the
 listening connection breaks (server restart, ``pg_terminate_backend``) the thread
 reconnects with full-jitter exponential backoff (0.2 s to 30 s) and then wakes the local
@@ -20,7 +21,12 @@ import psycopg
 from psycopg import sql
 
 from ratchet._redact import redact
-from ratchet.spi import BroadcastClusterCoordinator, ReconnectBackoff
+from ratchet.spi import (
+    BroadcastClusterCoordinator,
+    ReconnectBackoff,
+    SupportsEnqueueHints,
+    encode_envelope,
+)
 
 __all__ = ["DEFAULT_CHANNEL", "PostgreSQLClusterCoordinator"]
 
@@ -75,7 +81,15 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
         # The libpq URL form: drop a driver suffix such as "postgresql+psycopg".
         conninfo = "postgresql://" + url.partition("://")[2] if url else store.conninfo
         channel = os.environ.get("RATCHET_PG_CHANNEL") or DEFAULT_CHANNEL
-        return cls(conninfo, node_id, channel=channel)
+        coordinator = cls(conninfo, node_id, channel=channel)
+        if not url and isinstance(store, SupportsEnqueueHints):
+            # Same database: the hint rides in the enqueue's own transaction (delivered at
+            # commit, no second round trip, never for a rolled-back insert).
+            store.send_hints_with_enqueue(
+                channel, lambda priority: encode_envelope(priority, node_id, None)
+            )
+            coordinator.store_sends_enqueue_hints = True
+        return coordinator
 
     @property
     def ready(self) -> bool:

@@ -42,6 +42,7 @@ from ratchet.spi._broadcast import (
 )
 from ratchet.spi._capabilities import (
     SupportsBatchCompletion,
+    SupportsEnqueueHints,
     SupportsSchema,
     SupportsTestReset,
     SupportsTransactionalEnqueue,
@@ -113,6 +114,7 @@ __all__ = [
     "StartupCoordinator",
     "StoreStartupCoordinator",
     "SupportsBatchCompletion",
+    "SupportsEnqueueHints",
     "SupportsSchema",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ratchet._types import Completion, NewJob
 
 __all__ = [
     "SupportsBatchCompletion",
+    "SupportsEnqueueHints",
     "SupportsSchema",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",
@@ -82,4 +83,22 @@ class SupportsBatchCompletion(Protocol):
         batch as unknown; whatever was recorded stays recorded, but each row is all or
         nothing.
         """
+        ...
+
+
+@runtime_checkable
+class SupportsEnqueueHints(Protocol):
+    """A store that can send a coordinator's wakeup hint inside every enqueue.
+
+    A coordinator whose transport is the store's own database (LISTEN/NOTIFY on
+    PostgreSQL) hands the store its channel and envelope; the hint then travels in the
+    enqueue's own transaction instead of a second round trip on another connection, is
+    delivered exactly when the jobs become visible, and is never sent for an insert that
+    failed or a transaction the application rolled back.
+    """
+
+    def send_hints_with_enqueue(self, channel: str, envelope: Callable[[int], str]) -> None:
+        """From now on every enqueue (one, many, transactional, recurring fire) also
+        notifies ``channel`` with ``envelope(priority)``, ``priority`` being the highest
+        of the jobs inserted, in the same transaction."""
         ...

@@ -44,7 +44,13 @@ class ClusterCoordinator(ABC):
 
     Delivery is best effort (at most once); correctness never depends on it, because
     polling remains the floor.
+
+    ``store_sends_enqueue_hints`` is ``True`` when the coordinator arranged for the store
+    to send its hints inside every enqueue (``SupportsEnqueueHints``); the application
+    then does not call :meth:`notify_new_work` after enqueues.
     """
+
+    store_sends_enqueue_hints: bool = False
 
     @abstractmethod
     def notify_new_work(

@@ -17,12 +17,13 @@ from ratchet._types import NewJob, NodeInfo, OrphanRecovery, RecurringDefinition
 from ratchet_store_postgresql import _enqueue, _rows
 from ratchet_store_postgresql import _statements as sql
 from ratchet_store_postgresql import _statements_cluster as cluster_sql
+from ratchet_store_postgresql._hints import EnqueueHints
 from ratchet_store_postgresql._pool import PooledStore
 
 __all__ = ["ClusterOperations"]
 
 
-class ClusterOperations(PooledStore):
+class ClusterOperations(PooledStore, EnqueueHints):
     """NodeRegistry, LockStore, OrphanRecoveryStore, RecurringStore and ArchiveStore."""
 
     # -- nodes ---------------------------------------------------------------------------
@@ -126,7 +127,7 @@ class ClusterOperations(PooledStore):
                 with conn.transaction():
                     if conn.execute(cluster_sql.RECORD_FIRE, fire).rowcount != 1:
                         return False  # this fire was already recorded (by any node)
-                    _enqueue.insert_jobs(conn, [job])
+                    _enqueue.insert_jobs(conn, [job], self._hint_for([job]))
             except pg_errors.UniqueViolation as exc:
                 if exc.diag.constraint_name == _enqueue.BUSINESS_KEY_INDEX:
                     return False  # the previous fire is still active; nothing was recorded

@@ -22,6 +22,7 @@ from ratchet_store_postgresql import _statements as sql
 
 __all__ = [
     "CHUNK_SIZE",
+    "Hint",
     "check_batch",
     "conflict_error",
     "enqueue_in_transaction",
@@ -103,15 +104,53 @@ def _chunk_parameters(jobs: Sequence[NewJob]) -> dict[str, list[Any]]:
     }
 
 
-def insert_jobs(conn: Connection, jobs: Sequence[NewJob]) -> None:
-    """Insert ``jobs`` in chunks of :data:`CHUNK_SIZE`, one atomic statement each.
+Hint = tuple[str, str]
+"""A wakeup to send with an insert: ``(NOTIFY channel, payload)``."""
 
-    The caller provides atomicity across chunks (a transaction or savepoint around this
-    call when there is more than one). A key conflict raises ``UniqueViolation``; turn it
-    into a Ratchet error with :func:`conflict_error` after the rollback.
+
+def _single_parameters(job: NewJob) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "name": job.name,
+        "target": job.target,
+        "args_json": job.args_json,
+        "kwargs_json": job.kwargs_json,
+        "priority": int(job.priority),
+        "max_retries": job.max_retries,
+        "backoff": job.backoff.value,
+        "backoff_ms": job.backoff_ms,
+        "timeout_seconds": job.timeout_seconds,
+        "business_key": job.business_key,
+        "params_json": json.dumps(job.params, allow_nan=False, ensure_ascii=False),
+        "recurring_id": job.recurring_id,
+        "scheduled_at": job.scheduled_at,
+        "delay_seconds": float(job.delay_seconds),
+    }
+
+
+def _hint_parameters(hint: Hint | None) -> dict[str, str]:
+    return {} if hint is None else {"hint_channel": hint[0], "hint_payload": hint[1]}
+
+
+def insert_jobs(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = None) -> None:
+    """Insert ``jobs`` in chunks of :data:`CHUNK_SIZE`, one atomic statement each; with
+    ``hint``, the last statement also sends that NOTIFY (delivered at commit).
+
+    A single job without tags or an idempotency key is one plain INSERT. The caller
+    provides atomicity across chunks (a transaction or savepoint around this call when
+    there is more than one). A key conflict raises ``UniqueViolation``; turn it into a
+    Ratchet error with :func:`conflict_error` after the rollback.
     """
+    hinted = _hint_parameters(hint)
+    if len(jobs) == 1 and not jobs[0].tags and jobs[0].idempotency_key is None:
+        statement = sql.ENQUEUE_ONE_WITH_HINT if hint else sql.ENQUEUE_ONE
+        conn.execute(statement, _single_parameters(jobs[0]) | hinted)
+        return
     for start in range(0, len(jobs), CHUNK_SIZE):
-        conn.execute(sql.ENQUEUE_JOBS, _chunk_parameters(jobs[start : start + CHUNK_SIZE]))
+        last = start + CHUNK_SIZE >= len(jobs)
+        statement = sql.ENQUEUE_JOBS_WITH_HINT if hint and last else sql.ENQUEUE_JOBS
+        params = _chunk_parameters(jobs[start : start + CHUNK_SIZE])
+        conn.execute(statement, params | (hinted if last else {}))
 
 
 def conflict_error(conn: Connection, jobs: Sequence[NewJob], exc: Exception) -> RatchetError | None:
@@ -151,7 +190,9 @@ def conflict_error(conn: Connection, jobs: Sequence[NewJob], exc: Exception) -> 
     )
 
 
-def enqueue_in_transaction(conn: Connection, jobs: Sequence[NewJob]) -> None:
+def enqueue_in_transaction(
+    conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = None
+) -> None:
     """Insert ``jobs`` inside the transaction open on ``conn``, without committing.
 
     A savepoint makes the insert all-or-nothing without ending the caller's transaction:
@@ -176,17 +217,17 @@ def enqueue_in_transaction(conn: Connection, jobs: Sequence[NewJob]) -> None:
         )
     if status == TransactionStatus.IDLE and conn.autocommit:
         with conn.transaction():
-            _insert_under_savepoint(conn, jobs)
+            _insert_under_savepoint(conn, jobs, hint)
     else:
-        _insert_under_savepoint(conn, jobs)
+        _insert_under_savepoint(conn, jobs, hint)
 
 
-def _insert_under_savepoint(conn: Connection, jobs: Sequence[NewJob]) -> None:
+def _insert_under_savepoint(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None) -> None:
     # In a non-autocommit idle connection psycopg sends BEGIN before this statement, which
     # opens the caller's transaction: the jobs then live or die with it.
     conn.execute(f"SAVEPOINT {_SAVEPOINT}")
     try:
-        insert_jobs(conn, jobs)
+        insert_jobs(conn, jobs, hint)  # a NOTIFY rolled back with the savepoint is not sent
     except BaseException as exc:
         if conn.info.transaction_status in (TransactionStatus.INERROR, TransactionStatus.INTRANS):
             conn.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")

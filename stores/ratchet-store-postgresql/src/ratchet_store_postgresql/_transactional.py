@@ -20,11 +20,12 @@ import psycopg
 from ratchet._types import NewJob
 from ratchet.spi import SupportsTransactionalEnqueue
 from ratchet_store_postgresql._enqueue import enqueue_in_transaction
+from ratchet_store_postgresql._hints import EnqueueHints
 
 __all__ = ["SupportsTransactionalEnqueue", "TransactionalEnqueue", "psycopg_connection"]
 
 
-class TransactionalEnqueue:
+class TransactionalEnqueue(EnqueueHints):
     """Mixin of :class:`~ratchet_store_postgresql.PostgreSQLJobStore`: the capability above."""
 
     def enqueue_in(self, connection: Any, job: NewJob) -> None:
@@ -37,11 +38,11 @@ class TransactionalEnqueue:
         An autocommit psycopg connection outside a transaction has nothing to join: the
         job is committed at once.
         """
-        enqueue_in_transaction(psycopg_connection(connection), [job])
+        enqueue_in_transaction(psycopg_connection(connection), [job], self._hint_for([job]))
 
     def enqueue_many_in(self, connection: Any, jobs: Sequence[NewJob]) -> None:
         """Insert ``jobs`` all-or-nothing inside the transaction open on ``connection``."""
-        enqueue_in_transaction(psycopg_connection(connection), jobs)
+        enqueue_in_transaction(psycopg_connection(connection), jobs, self._hint_for(jobs))
 
 
 def psycopg_connection(connection: Any) -> psycopg.Connection[Any]:

@@ -108,13 +108,14 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         _enqueue.check_batch(jobs)
         if not jobs:
             return
+        hint = self._hint_for(jobs)
         with self._connection() as conn:
             try:
                 if len(jobs) <= _enqueue.CHUNK_SIZE:
-                    _enqueue.insert_jobs(conn, jobs)  # one statement: atomic by itself
+                    _enqueue.insert_jobs(conn, jobs, hint)  # one statement: atomic by itself
                 else:
                     with conn.transaction():
-                        _enqueue.insert_jobs(conn, jobs)
+                        _enqueue.insert_jobs(conn, jobs, hint)
             except pg_errors.UniqueViolation as exc:
                 error = _enqueue.conflict_error(conn, jobs, exc)
                 raise (error or exc) from exc
