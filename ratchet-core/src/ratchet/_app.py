@@ -386,10 +386,12 @@ class Ratchet:
     ) -> list[str]:
         """Submit one job per argument tuple, all-or-nothing, in one store round trip."""
         definition = self.definition(func)
-        jobs = [
-            self._new_job(JobBuilder.for_definition(self, definition, tuple(args), {}))
-            for args in arguments
-        ]
+        # One builder carries the job's defaults; only the arguments change per job.
+        builder = JobBuilder.for_definition(self, definition, (), {})
+        jobs = []
+        for args in arguments:
+            builder.args = tuple(args)
+            jobs.append(self._new_job(builder))
         if not jobs:
             return []
         self.store.enqueue_many(jobs)

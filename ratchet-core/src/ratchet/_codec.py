@@ -14,9 +14,13 @@ __all__ = ["encode_arguments", "encode_json", "encode_result", "type_name"]
 log = logging.getLogger("ratchet.codec")
 
 
+# One encoder for every call: json.dumps with options builds a new encoder each time.
+_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+
+
 def encode_json(value: Any) -> str:
     """Strict JSON: no NaN or infinities, non-ASCII kept as is."""
-    return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def type_name(value: Any) -> str:
@@ -39,6 +43,18 @@ def _check(value: Any, where: str, job_name: str) -> None:
         ) from None
 
 
+def _explain(
+    job_name: str, args: Sequence[Any], kwargs: Mapping[str, Any], params: Mapping[str, Any]
+) -> None:
+    """Raise ArgumentsNotSerializableError naming the first value that cannot be encoded."""
+    for index, value in enumerate(args):
+        _check(value, f"Positional argument {index}", job_name)
+    for key, value in kwargs.items():
+        _check(value, f"Keyword argument {key!r}", job_name)
+    for key, value in params.items():
+        _check(value, f"Param {key!r}", job_name)
+
+
 def encode_arguments(
     job_name: str,
     args: Sequence[Any],
@@ -52,23 +68,25 @@ def encode_arguments(
     Raises ArgumentsNotSerializableError naming the first offending argument, and
     PayloadTooLargeError when arguments and params together exceed ``max_bytes``.
     """
-    for index, value in enumerate(args):
-        _check(value, f"Positional argument {index}", job_name)
-    for key, value in kwargs.items():
-        _check(value, f"Keyword argument {key!r}", job_name)
-    for key, value in params.items():
+    for key in params:
         if not isinstance(key, str):
             raise ArgumentsNotSerializableError(
                 f"Param key {key!r} of job {job_name!r} is not a string; use str keys."
             )
-        _check(value, f"Param {key!r}", job_name)
-    args_json = encode_json(list(args))
-    kwargs_json = encode_json(dict(kwargs))
-    size = (
-        len(args_json.encode())
-        + len(kwargs_json.encode())
-        + len(encode_json(dict(params)).encode())
-    )
+    try:
+        args_json = _ENCODER.encode(list(args))
+        kwargs_json = _ENCODER.encode(dict(kwargs)) if kwargs else "{}"
+        params_json = _ENCODER.encode(dict(params)) if params else "{}"
+    except (TypeError, ValueError) as exc:
+        _explain(job_name, args, kwargs, params)
+        raise ArgumentsNotSerializableError(
+            f"The arguments of job {job_name!r} cannot be stored as JSON ({exc}). Pass "
+            "JSON-compatible values (str, int, float, bool, None, lists, dicts with str keys)."
+        ) from None
+    # UTF-8 needs at most 4 bytes per character: count bytes only when it could matter.
+    size = len(args_json) + len(kwargs_json) + len(params_json)
+    if size * 4 > max_bytes:
+        size = len(args_json.encode()) + len(kwargs_json.encode()) + len(params_json.encode())
     if size > max_bytes:
         raise PayloadTooLargeError(
             f"The arguments of job {job_name!r} encode to {size} bytes, over the limit of "

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
+from psycopg.types.json import Jsonb
 
 from ratchet._types import NewJob
 from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError, RatchetError
@@ -25,8 +26,10 @@ __all__ = [
     "Hint",
     "check_batch",
     "conflict_error",
+    "copy_jobs",
     "enqueue_in_transaction",
     "insert_jobs",
+    "needs_transaction",
     "storable_text",
 ]
 
@@ -132,25 +135,93 @@ def _hint_parameters(hint: Hint | None) -> dict[str, str]:
     return {} if hint is None else {"hint_channel": hint[0], "hint_payload": hint[1]}
 
 
-def insert_jobs(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = None) -> None:
-    """Insert ``jobs`` in chunks of :data:`CHUNK_SIZE`, one atomic statement each; with
-    ``hint``, the last statement also sends that NOTIFY (delivered at commit).
+COPY_THRESHOLD = 64
+"""Chunks at least this large, without tags or idempotency keys, go by COPY."""
 
-    A single job without tags or an idempotency key is one plain INSERT. The caller
-    provides atomicity across chunks (a transaction or savepoint around this call when
-    there is more than one). A key conflict raises ``UniqueViolation``; turn it into a
-    Ratchet error with :func:`conflict_error` after the rollback.
+
+def _plain(job: NewJob) -> bool:
+    return not job.tags and job.idempotency_key is None
+
+
+def _copyable(chunk: Sequence[NewJob]) -> bool:
+    return len(chunk) >= COPY_THRESHOLD and all(_plain(job) for job in chunk)
+
+
+def needs_transaction(jobs: Sequence[NewJob]) -> bool:
+    """Whether :func:`insert_jobs` runs more than one statement for ``jobs`` (so the caller
+    must wrap it in a transaction to keep it all-or-nothing)."""
+    return len(jobs) > CHUNK_SIZE or _copyable(jobs)
+
+
+def insert_jobs(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = None) -> None:
+    """Insert ``jobs`` in chunks of :data:`CHUNK_SIZE`; with ``hint``, also send that NOTIFY
+    in the same transaction (delivered at commit).
+
+    A single job without tags or an idempotency key is one plain INSERT; a large chunk of
+    such jobs is one binary COPY (:func:`copy_jobs`); any other chunk is one array
+    statement with its tags and keys. The caller provides atomicity when
+    :func:`needs_transaction` says so (a transaction or savepoint around this call). A key
+    conflict raises ``UniqueViolation``; turn it into a Ratchet error with
+    :func:`conflict_error` after the rollback.
     """
     hinted = _hint_parameters(hint)
-    if len(jobs) == 1 and not jobs[0].tags and jobs[0].idempotency_key is None:
+    if len(jobs) == 1 and _plain(jobs[0]):
         statement = sql.ENQUEUE_ONE_WITH_HINT if hint else sql.ENQUEUE_ONE
         conn.execute(statement, _single_parameters(jobs[0]) | hinted)
         return
+    now: datetime | None = None
     for start in range(0, len(jobs), CHUNK_SIZE):
+        chunk = jobs[start : start + CHUNK_SIZE]
         last = start + CHUNK_SIZE >= len(jobs)
+        if _copyable(chunk):
+            if now is None:
+                row = conn.execute(sql.NOW).fetchone()
+                assert row is not None
+                now = row[0]
+            copy_jobs(conn, chunk, now)
+            if hint and last:
+                conn.execute(sql.NOTIFY, hint)
+            continue
         statement = sql.ENQUEUE_JOBS_WITH_HINT if hint and last else sql.ENQUEUE_JOBS
-        params = _chunk_parameters(jobs[start : start + CHUNK_SIZE])
-        conn.execute(statement, params | (hinted if last else {}))
+        conn.execute(statement, _chunk_parameters(chunk) | (hinted if last else {}))
+
+
+def copy_jobs(conn: Connection, jobs: Sequence[NewJob], now: datetime) -> None:
+    """COPY ``jobs`` (no tags, no idempotency keys) into ``ratchet_job`` in binary format.
+
+    ``now`` is the server's time read at the start of the transaction: the created and
+    updated times of every job, and the base of relative due times, as the array
+    statement's ``statement_timestamp()`` would be.
+    """
+    with conn.cursor() as cursor, cursor.copy(sql.COPY_JOBS) as copy:
+        copy.set_types(sql.COPY_JOB_TYPES)
+        for job in jobs:
+            due = job.scheduled_at or now + timedelta(seconds=job.delay_seconds)
+            copy.write_row(
+                (
+                    job.id,
+                    job.name,
+                    job.target,
+                    job.args_json,
+                    job.kwargs_json,
+                    "PENDING",
+                    int(job.priority),
+                    job.max_retries,
+                    job.backoff.value,
+                    job.backoff_ms,
+                    job.timeout_seconds,
+                    job.business_key,
+                    Jsonb(job.params, dumps=_strict_json),
+                    job.recurring_id,
+                    due,
+                    now,
+                    now,
+                )
+            )
+
+
+def _strict_json(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, ensure_ascii=False)
 
 
 def conflict_error(conn: Connection, jobs: Sequence[NewJob], exc: Exception) -> RatchetError | None:

@@ -111,6 +111,23 @@ WITH inserted AS ({_ENQUEUE_ONE_INSERT}
 SELECT pg_notify(%(hint_channel)s, %(hint_payload)s) FROM inserted
 """
 
+# Bulk path for chunks without tags or idempotency keys: COPY in binary format, every time
+# read once from the server at the start (see _enqueue.copy_jobs). The unnamed columns take
+# their defaults (attempts, crash_count, claim_seq 0; tags empty; the rest NULL).
+COPY_JOB_COLUMNS = (
+    "id, name, target, args_json, kwargs_json, status, priority, max_retries, backoff, "
+    "backoff_ms, timeout_seconds, business_key, params, recurring_id, scheduled_at, "
+    "created_at, updated_at"
+)
+COPY_JOB_TYPES = [
+    *("text", "text", "text", "text", "text", "text"),
+    *("int2", "int4", "text", "int8", "float8", "text", "jsonb", "text"),
+    *("timestamptz", "timestamptz", "timestamptz"),
+]
+COPY_JOBS = f"COPY ratchet_job ({COPY_JOB_COLUMNS}) FROM STDIN (FORMAT BINARY)"
+
+NOTIFY = "SELECT pg_notify(%s, %s)"
+
 SELECT_IDEMPOTENCY_KEY = "SELECT job_id FROM ratchet_idempotency_key WHERE key = %s"
 
 SELECT_ACTIVE_BUSINESS_KEY = (

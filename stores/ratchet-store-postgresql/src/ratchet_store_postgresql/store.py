@@ -111,7 +111,7 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         hint = self._hint_for(jobs)
         with self._connection() as conn:
             try:
-                if len(jobs) <= _enqueue.CHUNK_SIZE:
+                if not _enqueue.needs_transaction(jobs):
                     _enqueue.insert_jobs(conn, jobs, hint)  # one statement: atomic by itself
                 else:
                     with conn.transaction():
