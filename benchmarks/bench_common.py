@@ -1,17 +1,18 @@
 """Helpers shared by the runner (run.py), the cell processes (cell.py) and the adapters.
 
 Only the standard library and psycopg (a workspace dependency) are imported here, so the
-runner can load every adapter's SQL without importing the peers themselves.
+runner can load every adapter's SQL without importing the peers themselves, and the
+peers' cell processes never import Ratchet. The runner's statistics, process handling and
+coordinator checks come from ``ratchet.bench`` (the library behind ``ratchet bench``);
+``now_ns`` and ``emit`` here are the same clock and the same line protocol.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -99,30 +100,6 @@ def postgres_cpu_seconds() -> float:
             fields = raw.rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / _TICKS
     return total
-
-
-# -- statistics ---------------------------------------------------------------------------
-
-
-def median(values: Sequence[float]) -> float | None:
-    data = sorted(v for v in values if v is not None and not math.isnan(v))
-    if not data:
-        return None
-    mid = len(data) // 2
-    return data[mid] if len(data) % 2 else (data[mid - 1] + data[mid]) / 2
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks (numpy's default), ``q`` in [0, 100]."""
-    data = sorted(values)
-    if not data:
-        return None
-    if len(data) == 1:
-        return data[0]
-    rank = (len(data) - 1) * q / 100.0
-    low = math.floor(rank)
-    high = min(low + 1, len(data) - 1)
-    return data[low] + (data[high] - data[low]) * (rank - low)
 
 
 # -- the line protocol between run.py and cell.py -----------------------------------------

@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.role == "enqueue-bulk":
             result = module.enqueue_bulk(args.url, args.jobs, options)
         elif args.role == "produce":
-            result = module.produce(args.url, args.jobs, args.warmup, args.interval)
+            # Options (the coordinator to expect) exist for Ratchet's producer only.
+            extra = {"options": options} if options else {}
+            result = module.produce(args.url, args.jobs, args.warmup, args.interval, **extra)
         elif args.role == "claim-cost":
             if args.system != "ratchet":
                 parser.error("claim-cost is measured for Ratchet only")

@@ -13,8 +13,13 @@ database to see when a drain is finished, and checks that every job completed.
 Cells: ``enqueue-one`` (sequential single enqueues), ``bulk`` (one bulk call; measured
 while preparing each drain), ``drain-1`` / ``drain-2`` (pre-enqueued no-op jobs drained by
 1 or 2 worker processes), ``latency`` (enqueue-to-start through each system's push path,
-idle listening worker), ``claim`` (Ratchet only: one ``claim_due_jobs(limit=50)`` with a
-small and a large backlog) and ``pgbench`` (``pgbench -N``, the physical reference).
+idle listening worker; for Ratchet through the pg coordinator), ``latency-redis``,
+``latency-jms``, ``latency-hazelcast`` (Ratchet only, on the same store: the same latency
+cell through that coordinator, selected with RATCHET_COORDINATOR; skipped when its server
+variable is missing; refused when another coordinator became active), ``claim`` (Ratchet
+only: one ``claim_due_jobs(limit=50)`` with a small and a large backlog) and ``pgbench``
+(``pgbench -N``, the physical reference). Process handling, statistics and coordinator
+checks come from ``ratchet.bench``, the library behind ``ratchet bench``.
 No number here is a pass/fail test; targets are evaluated and reported, never asserted.
 """
 
@@ -26,16 +31,14 @@ import importlib
 import json
 import os
 import platform
-import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -48,20 +51,59 @@ from bench_common import (  # noqa: E402
     create_database,
     drop_database,
     libpq_url,
-    median,
-    percentile,
     postgres_cpu_seconds,
     process_cpu_seconds,
     server_url,
     with_database,
 )
 
+from ratchet.bench import (  # noqa: E402
+    CellError,
+    CellProcess,
+    load_warning,
+    median,
+    percentile,
+)
+
 SYSTEMS = ("ratchet", "pgqueuer", "procrastinate")
-CELLS = ("enqueue-one", "bulk", "drain-1", "drain-2", "latency", "claim", "pgbench")
+CELLS = (
+    "enqueue-one",
+    "bulk",
+    "drain-1",
+    "drain-2",
+    "latency",
+    "latency-redis",
+    "latency-jms",
+    "latency-hazelcast",
+    "claim",
+    "pgbench",
+)
+# Ratchet's latency through each coordinator, all on the same PostgreSQL store. ``latency``
+# stays the pg coordinator, selected by itself as on any PostgreSQL store (comparable with
+# earlier runs and with the peers); the others are selected with RATCHET_COORDINATOR and
+# configured from the coordinator's own variable or, failing that, the scripts/services one.
+LATENCY_CELLS = {
+    "latency": "pg",
+    "latency-redis": "redis",
+    "latency-jms": "jms",
+    "latency-hazelcast": "hazelcast",
+}
+SERVICE_NAMES = {"jms": "activemq"}  # scripts/services names where they differ
+COORDINATOR_SERVER = {  # coordinator -> (its variable, the scripts/services variable)
+    "redis": ("RATCHET_REDIS_URL", "RATCHET_TEST_REDIS_URL"),
+    "jms": ("RATCHET_JMS_URL", "RATCHET_TEST_STOMP_URL"),
+    "hazelcast": ("RATCHET_HAZELCAST_MEMBERS", "RATCHET_TEST_HAZELCAST_MEMBERS"),
+}
 PACKAGES = (
     "ratchet-core",
     "ratchet-store-postgresql",
     "ratchet-coordinator-pg",
+    "ratchet-coordinator-redis",
+    "ratchet-coordinator-jms",
+    "ratchet-coordinator-hazelcast",
+    "redis",
+    "stomp.py",
+    "hazelcast-python-client",
     "pgqueuer",
     "procrastinate",
     "psycopg",
@@ -97,75 +139,20 @@ def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-# -- processes -------------------------------------------------------------------------------
-
-
-class CellError(RuntimeError):
-    pass
-
-
-@dataclass
-class CellProcess:
-    """A running ``cell.py`` whose JSON lines arrive on a queue."""
-
-    name: str
-    process: subprocess.Popen[str]
-    stderr_path: Path
-    lines: queue.Queue[dict[str, Any] | None] = field(default_factory=queue.Queue)
-
-    def start_reader(self) -> None:
-        def read() -> None:
-            assert self.process.stdout is not None
-            for raw in self.process.stdout:
-                line = raw.strip()
-                if line.startswith("{"):
-                    with contextlib.suppress(ValueError):
-                        self.lines.put(json.loads(line))
-            self.lines.put(None)
-
-        threading.Thread(target=read, daemon=True).start()
-
-    def expect(self, key: str, timeout: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise CellError(f"{self.name}: no {key!r} within {timeout:g} s{self.tail()}")
-            try:
-                message = self.lines.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            if message is None:
-                raise CellError(f"{self.name}: exited before {key!r}{self.tail()}")
-            if "error" in message:
-                raise CellError(f"{self.name} failed:\n{message['error']}")
-            if key in message:
-                return message
-
-    def send(self, command: str) -> None:
-        assert self.process.stdin is not None
-        with contextlib.suppress(BrokenPipeError, OSError):
-            self.process.stdin.write(command + "\n")
-            self.process.stdin.flush()
-
-    def tail(self) -> str:
-        try:
-            text = self.stderr_path.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
-        return f"\n--- stderr of {self.name} ---\n{text}" if text.strip() else ""
-
-    def kill(self, grace: float = 30.0) -> None:
-        """Wait ``grace`` seconds for the process to end by itself (a profiler writes its
-        file on exit), then kill it."""
-        if self.process.stdin is not None:
-            with contextlib.suppress(OSError):
-                self.process.stdin.close()
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+def coordinator_env(coordinator: str) -> tuple[dict[str, str] | None, str | None]:
+    """The environment of Ratchet's cell processes for a latency cell through
+    ``coordinator``, or (None, why it is skipped). ``pg`` keeps the environment as it is."""
+    if coordinator == "pg":
+        return dict(os.environ), None
+    own, services = COORDINATOR_SERVER[coordinator]
+    value = os.environ.get(own) or os.environ.get(services)
+    if not value:
+        service = SERVICE_NAMES.get(coordinator, coordinator)
+        return None, (
+            f"neither {own} nor {services} is set; run scripts/services up {service} "
+            '&& eval "$(scripts/services env)"'
+        )
+    return {**os.environ, "RATCHET_COORDINATOR": coordinator, own: value}, None
 
 
 class Runner:
@@ -207,26 +194,24 @@ class Runner:
             ]
         return command
 
-    def spawn(self, system: str, role: str, url: str, *extra: str) -> CellProcess:
+    def spawn(
+        self, system: str, role: str, url: str, *extra: str, env: dict[str, str] | None = None
+    ) -> CellProcess:
         self._serial += 1
         name = f"{system}-{role}-{self._serial}"
-        stderr_path = self.logs / f"{name}.log"
-        process = subprocess.Popen(
-            self._command(system, role, url, *extra),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr_path.open("w"),
-            text=True,
-            cwd=HERE,
-        )
-        cell = CellProcess(name, process, stderr_path)
-        cell.start_reader()
-        return cell
+        command = self._command(system, role, url, *extra)
+        return CellProcess.spawn(name, command, log_dir=self.logs, cwd=HERE, env=env)
 
     def run_cell(
-        self, system: str, role: str, url: str, *extra: str, timeout: float = 600
+        self,
+        system: str,
+        role: str,
+        url: str,
+        *extra: str,
+        timeout: float = 600,
+        env: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        cell = self.spawn(system, role, url, *extra)
+        cell = self.spawn(system, role, url, *extra, env=env)
         try:
             result: dict[str, Any] = cell.expect("result", timeout)["result"]
             cell.process.wait(timeout=60)
@@ -379,11 +364,21 @@ class Runner:
             sample["worker_stats"] = [r["stats"] for r in results]
         return sample, bulk
 
-    def latency(self, system: str) -> dict[str, Any]:
+    def latency(self, system: str, coordinator: str | None = None) -> dict[str, Any]:
+        """Enqueue-to-start latency; for Ratchet through ``coordinator`` (a key of
+        COORDINATOR_SERVER, or ``pg``), which the worker and the producer both check is the
+        one that became active (else the cell fails and nothing is reported)."""
         s = self.sizes
         self.reset(system)
         self.analyze(system)
         module = self.modules[system]
+        env: dict[str, str] | None = None
+        expect: list[str] = []
+        if coordinator:
+            env, skipped = coordinator_env(coordinator)
+            if env is None:
+                raise CellError(f"latency through {coordinator} skipped: {skipped}")
+            expect = ["--option", f"expect_coordinator={coordinator}"]
         worker = self.spawn(
             system,
             "worker",
@@ -392,6 +387,8 @@ class Runner:
             "latency",
             "--concurrency",
             str(self.args.concurrency),
+            *expect,
+            env=env,
         )
         try:
             ready = worker.expect("ready", 60)
@@ -407,6 +404,8 @@ class Runner:
                 str(s.latency_warmup),
                 "--interval",
                 str(s.latency_interval),
+                *expect,
+                env=env,
             )
             deadline = time.monotonic() + 30
             with self.connect(system) as conn:
@@ -436,6 +435,13 @@ class Runner:
             "valid": missing == 0,
             "enqueue_call_ms_p50": produced.get("enqueue_call_ms_p50"),
             "worker": {k: v for k, v in ready.items() if k != "ready"},
+            **({"coordinator": coordinator} if coordinator else {}),
+            **({"producer": produced["producer"]} if "producer" in produced else {}),
+            **(
+                {"coordinator_metrics": result["coordinator_metrics"]}
+                if "coordinator_metrics" in result
+                else {}
+            ),
             "samples_ms": measured,
         }
         if "trace" in result:
@@ -625,8 +631,43 @@ def summarise(samples: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, 
             **{q: percentile(pooled, float(q[1:])) for q in ("p50", "p95", "p99")},
         }
         row["latency_samples"] = len(lat)
+        if system == "ratchet":
+            row["latency_by_coordinator"] = {
+                coordinator: _latency_row(valid(cell), cells.get(cell, []))
+                for cell, coordinator in LATENCY_CELLS.items()
+                if cell in cells
+            }
         summary[system] = row
     return summary
+
+
+def _last_line(text: str) -> str:
+    """The exception message at the end of a cell's traceback (at most 500 characters)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (lines[-1] if lines else text)[:500]
+
+
+def _latency_row(valid: list[dict[str, Any]], every: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over the valid samples of one latency cell, pooled percentiles over every
+    measured job, and why the invalid samples were left out."""
+    pooled = [v for s in valid for v in s.get("samples_ms", [])]
+    return {
+        **{f"{q}_ms": median([s[f"{q}_ms"] for s in valid]) for q in ("p50", "p95", "p99")},
+        "pooled": {
+            "n": len(pooled),
+            **{f"{q}_ms": percentile(pooled, float(q[1:])) for q in ("p50", "p95", "p99")},
+        },
+        "enqueue_call_ms_p50": median([s.get("enqueue_call_ms_p50") for s in valid]),
+        "samples": len(valid),
+        "invalid": len(every) - len(valid),
+        "invalid_reasons": sorted(
+            {
+                _last_line(s.get("invalid_reason", "invalid"))
+                for s in every
+                if not s.get("valid", True)
+            }
+        ),
+    }
 
 
 def ratios(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | None]]:
@@ -774,6 +815,33 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {t['target']} | {fmt(t['value'], t['unit'])} {t['unit']} | "
                 f"{fmt(t['goal'], t['unit'])} {t['unit']} | {met} |\n"
             )
+    by_coordinator = summary.get("ratchet", {}).get("latency_by_coordinator") or {}
+    if by_coordinator or report.get("skipped"):
+        text = text.rstrip("\n") + (
+            "\n\n**Ratchet: wakeup latency per coordinator** (enqueue→start, ms, medians of "
+            "the valid samples; pooled = over every measured job)\n\n"
+            "| Coordinator | p50 | p95 | p99 | Pooled p50 / p95 / p99 | Enqueue call p50 | "
+            "Valid samples |\n|---|---|---|---|---|---|---|\n"
+        )
+        for name, row in by_coordinator.items():
+            pooled = row["pooled"]
+            text += (
+                f"| {name} | {fmt(row['p50_ms'], 'ms')} | {fmt(row['p95_ms'], 'ms')} | "
+                f"{fmt(row['p99_ms'], 'ms')} | {fmt(pooled['p50_ms'], 'ms')} / "
+                f"{fmt(pooled['p95_ms'], 'ms')} / {fmt(pooled['p99_ms'], 'ms')} | "
+                f"{fmt(row['enqueue_call_ms_p50'], 'ms')} | {row['samples']}"
+                + (f" ({row['invalid']} invalid)" if row["invalid"] else "")
+                + " |\n"
+            )
+        for cell, why in (report.get("skipped") or {}).items():
+            text += f"| {LATENCY_CELLS[cell]} | skipped: {why} | | | | | |\n"
+        reasons = [
+            f"- {name}: invalid sample: {reason}"
+            for name, row in by_coordinator.items()
+            for reason in row["invalid_reasons"]
+        ]
+        if reasons:
+            text += "\n" + "\n".join(reasons) + "\n"
     invalid = [
         f"- {labels[s]} {cell}: {n} invalid sample(s) left out"
         for s in systems
@@ -872,6 +940,9 @@ def main(argv: list[str] | None = None) -> int:
         "git_commit": _git_commit(),
     }
     log(f"logs of every cell process: {runner.logs}")
+    warnings = [w for w in [load_warning()] if w]
+    for warning in warnings:
+        log(f"WARNING: {warning}")
     samples: dict[str, dict[str, list[dict[str, Any]]]] = {s: {} for s in systems}
     pgbench_samples: list[dict[str, Any]] = []
 
@@ -886,7 +957,10 @@ def main(argv: list[str] | None = None) -> int:
                 run(system)
             except (CellError, subprocess.SubprocessError) as exc:
                 log(f"{system}: {cell} FAILED: {exc}")
-                record(system, cell, {"valid": False, "invalid_reason": str(exc)[:2000]})
+                reason = str(exc)
+                if len(reason) > 2000:  # keep the start and the exception message at the end
+                    reason = reason[:1000] + "\n…\n" + reason[-1000:]
+                record(system, cell, {"valid": False, "invalid_reason": reason})
 
         return wrapper
 
@@ -934,7 +1008,7 @@ def main(argv: list[str] | None = None) -> int:
     if "latency" in cells:
 
         def latency(system: str) -> None:
-            sample = runner.latency(system)
+            sample = runner.latency(system, "pg" if system == "ratchet" else None)
             record(system, "latency", sample)
             log(
                 f"{system}: latency p50 {fmt(sample['p50_ms'], 'ms')} ms, "
@@ -943,6 +1017,29 @@ def main(argv: list[str] | None = None) -> int:
             )
 
         plan.append(("latency", latency))
+
+    skipped: dict[str, str] = {}
+    for cell, coordinator in LATENCY_CELLS.items():
+        if cell == "latency" or cell not in cells:
+            continue
+        _env, why = coordinator_env(coordinator)
+        if why:
+            skipped[cell] = why
+            log(f"{cell} SKIPPED: {why}")
+            continue
+
+        def through(system: str, cell: str = cell, coordinator: str = coordinator) -> None:
+            if system != "ratchet":
+                return  # Ratchet's coordinators only
+            sample = runner.latency(system, coordinator)
+            record(system, cell, sample)
+            log(
+                f"{system}: {cell} p50 {fmt(sample['p50_ms'], 'ms')} ms, "
+                f"p95 {fmt(sample['p95_ms'], 'ms')} ms, p99 {fmt(sample['p99_ms'], 'ms')} ms"
+                + ("" if sample["valid"] else " INVALID: " + sample["invalid_reason"])
+            )
+
+        plan.append((cell, through))
 
     try:
         runner.prepare(systems)
@@ -973,12 +1070,18 @@ def main(argv: list[str] | None = None) -> int:
         if pgbench_samples
         else None,
         claim=claim,
+        skipped=skipped,
+        warnings=warnings,
         samples=samples,
     )
     report["targets"] = targets(summary, ratio, claim, pgbench_tps)
     report["duration_s"] = round(time.time() - began, 1)
     with contextlib.suppress(OSError):
         report["machine"]["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    warning = load_warning()
+    if warning and warning not in warnings:
+        warnings.append(warning)
+        log(f"WARNING: {warning}")
     table = markdown(report)
     report["markdown"] = table
     print(table)

@@ -1,7 +1,10 @@
 """Ratchet adapter: the PostgreSQL store, the pg (LISTEN/NOTIFY) coordinator, sync jobs.
 
 Module-level SQL is read by the runner; everything that imports Ratchet happens inside
-the functions, in the cell process.
+the functions, in the cell process. The latency cells through other coordinators select
+them with RATCHET_COORDINATOR (in the environment the runner gives the worker and the
+producer) and pass ``--option expect_coordinator=NAME``: both processes then refuse to
+run unless that coordinator is the one that became active and is subscribed.
 """
 
 from __future__ import annotations
@@ -73,6 +76,30 @@ def _coordinator(app: Any) -> str:
     return f"{type(app.coordinator).__name__} ({app.coordinator_reason})"
 
 
+def _expect_coordinator(app: Any, options: dict[str, str] | None) -> dict[str, Any]:
+    """Check ``expect_coordinator`` (if given) is the active coordinator and wait until it
+    is subscribed; raises (so the cell reports an error, never a figure) otherwise."""
+    from ratchet.bench import coordinator_name, require_coordinator, wait_until_subscribed
+
+    expected = (options or {}).get("expect_coordinator")
+    if not expected:
+        return {"coordinator_name": coordinator_name(app)}
+    active = require_coordinator(app, expected)
+    subscribed = wait_until_subscribed(app, 15.0)
+    if subscribed is False:
+        raise RuntimeError(f"coordinator {active!r} not subscribed after 15 s")
+    return {"coordinator_name": active, "subscribed": subscribed}
+
+
+def _metrics(app: Any) -> dict[str, int] | None:
+    metrics = getattr(app.coordinator, "metrics", None)
+    if metrics is None:
+        return None
+    import dataclasses
+
+    return dataclasses.asdict(metrics())
+
+
 # -- cells ----------------------------------------------------------------------------------
 
 
@@ -130,7 +157,15 @@ def worker(
         # A poll ceiling far above the run: only the coordinator's wakeups start jobs fast.
         settings["poll_idle_max_seconds"] = 600.0
     app = _app(url, **settings)
-    ready({"coordinator": _coordinator(app), "options": settings, "variant": sorted(variants)})
+    checked = _expect_coordinator(app, options)
+    ready(
+        {
+            "coordinator": _coordinator(app),
+            **checked,
+            "options": settings,
+            "variant": sorted(variants),
+        }
+    )
     go.wait()
     worker = app.worker(concurrency=concurrency)
     if "no-recurring-wake" in variants:
@@ -147,10 +182,12 @@ def worker(
     stop.wait()
     worker.stop(timeout=30)
     stats = worker.stats
+    metrics = _metrics(app)
     app.close()
     return {
         "executed": len(DONE),
         "latencies": LATENCIES,
+        **({"coordinator_metrics": {"worker": metrics}} if metrics else {}),
         **({"trace": _trace_summary()} if "trace" in variants else {}),
         "stats": {
             "claimed": stats.claimed,
@@ -217,10 +254,18 @@ def _trace_summary() -> dict[str, Any]:
     }
 
 
-def produce(url: str, jobs: int, warmup: int, interval: float) -> dict[str, Any]:
+def produce(
+    url: str, jobs: int, warmup: int, interval: float, options: dict[str, str] | None = None
+) -> dict[str, Any]:
     app = _app(url)
     try:
-        return _paced(lambda seq, t0: app.enqueue(JOB_NAME, seq, t0, PAD), jobs, warmup, interval)
+        checked = _expect_coordinator(app, options)
+        result = _paced(lambda seq, t0: app.enqueue(JOB_NAME, seq, t0, PAD), jobs, warmup, interval)
+        metrics = _metrics(app)
+        return {
+            **result,
+            "producer": {"coordinator": _coordinator(app), **checked, "metrics": metrics},
+        }
     finally:
         app.close()
 

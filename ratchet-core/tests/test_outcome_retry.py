@@ -64,7 +64,7 @@ def make_app(store: SQLiteJobStore, **options: Any) -> Ratchet:
     return app
 
 
-@pytest.mark.parametrize("batch", [100, 1], ids=["group-commit", "one-at-a-time"])
+@pytest.mark.parametrize("batch", [100, 1], ids=["background-batches", "one-at-a-time"])
 def test_success_is_recorded_after_the_store_comes_back(
     tmp_path: Any, batch: int, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -114,9 +114,12 @@ def test_negative_control_without_retries_the_claim_is_stranded(tmp_path: Any) -
     worker = app.worker()
     worker.runner.keep_trying = lambda: False
     worker.start(poll=False)
+    assert worker.completions is not None
+    worker.completions.keep_trying = lambda: False
     try:
         assert len(worker.claim_once()) == 1
         assert worker.executor.wait_until_idle(10)
+        assert worker.flush_outcomes(10)
         job = app.get_job(job_id)
         assert job is not None and job.status is JobStatus.RUNNING
     finally:

@@ -42,7 +42,7 @@ class RatchetOptions:
     completion_batch_size: int = _opt(
         100,
         "RATCHET_COMPLETION_BATCH_SIZE",
-        "Most successes recorded in one write (group commit); 1 writes each alone",
+        "Most successes recorded in one background write; 1 writes each in its thread",
         kind="int",
         minimum=1,
     )

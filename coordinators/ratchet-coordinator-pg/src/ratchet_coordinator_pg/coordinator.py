@@ -2,11 +2,12 @@
 
 A dedicated autocommit connection LISTENs on the channel. On the store's own database the
 store sends each enqueue's hint in the insert's transaction (``SupportsEnqueueHints``);
-other hints are sent with ``pg_notify`` on a second connection. NOTIFY is delivered to listeners connected at the
-time it is committed, which fits hints: a node that misses one still polls. When the
-listening connection breaks (server restart, ``pg_terminate_backend``) the thread
-reconnects with full-jitter exponential backoff (0.2 s to 30 s) and then wakes the local
-poller once (``resync``), because notifications sent meanwhile are lost.
+other hints are sent with ``pg_notify`` on a second connection. NOTIFY is delivered to
+listeners connected at the time it is committed, which fits hints: a node that misses one
+still polls. When the listening connection breaks (server restart,
+``pg_terminate_backend``) the thread reconnects with full-jitter exponential backoff (0.2 s
+to 30 s) and then wakes the local poller once (``resync``), because notifications sent
+meanwhile are lost.
 """
 
 from __future__ import annotations

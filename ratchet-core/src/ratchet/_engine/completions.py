@@ -1,112 +1,211 @@
-"""Group commit of successful outcomes.
+"""Recording successes in the background, many per write.
 
 One fenced write per finished job is the largest per-job cost of a busy worker: a round
-trip, a statement and a commit each. :class:`GroupCommit` lets the job threads of one
-worker share those writes without adding latency:
+trip, a statement and a commit each, during which the job's slot would sit idle.
+:class:`CompletionWriter` takes successes off the job threads:
 
-* A thread whose job succeeded queues its :class:`~ratchet.spi.Completion`. When no write
-  is in flight it becomes the *leader* and writes at once, whatever is queued (often only
-  its own outcome: an idle worker pays nothing extra).
-* Outcomes queued while a write is in flight wait for it to return, then go together in
-  the next write, up to ``max_batch`` per write.
-* The leader writes until its own outcome is recorded, then hands the leadership to the
-  oldest waiting thread, so no job's slot stays busy writing other jobs' outcomes for long.
+* A job thread hands its :class:`~ratchet.spi.Completion` over and its slot is free at
+  once for the next job.
+* One writer thread records what has accumulated, up to ``max_batch`` per write, with the
+  store's ``complete_jobs`` (fenced per row). While a write is in flight new successes
+  gather for the next one, so an idle worker writes each success at once, alone, and a
+  busy one writes them in batches (group commit), without a timer.
+* A write that fails (the store is unreachable) is retried with backoff while
+  ``keep_trying()`` allows, exactly as the runner retries other outcome writes; a write
+  whose answer was lost is read back row by row.
+* At most ``max_pending`` successes wait; past that, job threads block (backpressure), so
+  an outage cannot grow memory, and the worker stops taking new work.
 
-Every thread returns only when its own outcome is recorded (or the write failed), so a
-job's slot is freed exactly as late as with one write per job: drain, stale detection and
-``run_until_idle`` see no difference. Fencing is the store's, per row.
+What this costs: a success is recorded a moment after its job returns (one write later),
+and a crash loses the successes not yet written. Their claims stay RUNNING, so orphan
+recovery runs those jobs again: at-least-once, as for any crash mid-job. An orderly drain
+(:meth:`flush`) writes everything before the node releases its claims.
 """
 
 from __future__ import annotations
 
+import logging
+import random
 import threading
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ratchet._types import Completion
+from ratchet._redact import redact
+from ratchet._types import ClaimedJob, Completion, JobStatus
+from ratchet.spi import JobStore
 
-__all__ = ["GroupCommit"]
+__all__ = ["CompletionWriter"]
+
+log = logging.getLogger("ratchet.worker")
 
 BatchWriter = Callable[[Sequence[Completion]], list[bool]]
+Recorded = Callable[[ClaimedJob, "bool | None"], None]
 
 
-@dataclass(eq=False, slots=True)
-class _Waiter:
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    job: ClaimedJob
     completion: Completion
-    wake: threading.Event = field(default_factory=threading.Event)
-    done: bool = False
-    leads: bool = False
-    recorded: bool = False
-    error: BaseException | None = None
 
 
-class GroupCommit:
-    """Batches concurrent :meth:`complete` calls into ``write_batch`` calls. Thread-safe.
+class CompletionWriter:
+    """Batches successes into ``write_batch`` calls on its own thread. Thread-safe.
 
-    ``write_batch`` is a store's ``complete_jobs``: one flag per completion, in order.
+    ``on_recorded(job, recorded)`` is called on the writer thread for every success:
+    ``True`` when recorded, ``False`` when the claim was stale, ``None`` when the write
+    was given up (the store stayed unreachable and ``keep_trying()`` said stop).
     """
 
-    def __init__(self, write_batch: BatchWriter, *, max_batch: int = 100) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        write_batch: BatchWriter,
+        *,
+        on_recorded: Recorded,
+        keep_trying: Callable[[], bool],
+        max_batch: int = 100,
+        max_pending: int | None = None,
+    ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch {max_batch!r} must be at least 1.")
+        self._store = store
         self._write_batch = write_batch
-        self._max_batch = max_batch
-        self._lock = threading.Lock()
-        self._queue: list[_Waiter] = []
-        self._leader_active = False
+        self._on_recorded = on_recorded
+        self.keep_trying = keep_trying
+        self.max_batch = max_batch
+        self.max_pending = max_pending or 4 * max_batch
+        self._changed = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._writing = 0
+        self._closing = False
         self.writes = 0
-        self.outcomes = 0
+        self.recorded = 0
+        self._thread = threading.Thread(target=self._run, name="ratchet-outcomes", daemon=True)
+        self._thread.start()
 
-    def complete(self, completion: Completion) -> bool:
-        """Record ``completion``; ``True`` when recorded, ``False`` when its claim was stale.
+    def submit(self, job: ClaimedJob, completion: Completion) -> None:
+        """Queue one success; blocks only while ``max_pending`` successes already wait.
 
-        Raises what the store raised when the write carrying this outcome failed; the
-        outcome is then unknown (the claim stays RUNNING until recovered).
-        """
-        waiter = _Waiter(completion)
-        with self._lock:
-            self._queue.append(waiter)
-            lead = not self._leader_active
-            self._leader_active = True
-        if not lead:
-            waiter.wake.wait()
-            lead = waiter.leads and not waiter.done
-        if lead:
-            self._lead(waiter)
-        if waiter.error is not None:
-            raise waiter.error
-        return waiter.recorded
+        After :meth:`close` (a job that outlived its worker's drain) the success is written
+        at once, in the calling thread."""
+        pending = _Pending(job, completion)
+        with self._changed:
+            self._changed.wait_for(
+                lambda: len(self._queue) + self._writing < self.max_pending or self._closing
+            )
+            if not self._closing:
+                self._queue.append(pending)
+                self._changed.notify_all()
+                return
+        [recorded] = self._write([pending])
+        self._report(job, recorded)
 
-    def _lead(self, own: _Waiter) -> None:
-        while not own.done:
-            with self._lock:
-                batch = self._queue[: self._max_batch]
-                del self._queue[: self._max_batch]
-            self._write(batch)
-        with self._lock:
-            if self._queue:
-                successor = self._queue[0]
-                successor.leads = True
-                successor.wake.set()
-            else:
-                self._leader_active = False
+    def pending(self) -> int:
+        """Successes handed over and not yet written (queued or in the current write)."""
+        with self._changed:
+            return len(self._queue) + self._writing
 
-    def _write(self, batch: list[_Waiter]) -> None:
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until every success handed over so far is written (or given up);
+        ``False`` when ``timeout`` passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._queue and not self._writing, timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Write what is pending (up to ``timeout``), then stop the writer thread."""
+        self.flush(timeout)
+        with self._changed:
+            self._closing = True
+            self._changed.notify_all()
+        self._thread.join(timeout=5)
+
+    # -- the writer thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._queue or self._closing)
+                if not self._queue:
+                    return
+                batch = self._queue[: self.max_batch]
+                del self._queue[: self.max_batch]
+                self._writing = len(batch)
+            try:
+                try:
+                    flags = self._write(batch)
+                except Exception:
+                    log.exception("Recording %d success(es) failed.", len(batch))
+                    flags = [None] * len(batch)
+                for pending, recorded in zip(batch, flags, strict=True):
+                    self._report(pending.job, recorded)
+            finally:
+                with self._changed:
+                    self._writing = 0
+                    self.writes += 1
+                    self._changed.notify_all()
+
+    def _report(self, job: ClaimedJob, recorded: bool | None) -> None:
+        if recorded:
+            self.recorded += 1
         try:
-            flags = self._write_batch([waiter.completion for waiter in batch])
-            if len(flags) != len(batch):
-                raise RuntimeError(
-                    f"The store's complete_jobs returned {len(flags)} flags for "
-                    f"{len(batch)} completions; it must return one per completion."
-                )
-            for waiter, recorded in zip(batch, flags, strict=True):
-                waiter.recorded = bool(recorded)
-        except BaseException as exc:
-            for waiter in batch:
-                waiter.error = exc
-        finally:
-            self.writes += 1
-            self.outcomes += len(batch)
-            for waiter in batch:
-                waiter.done = True
-                waiter.wake.set()
+            self._on_recorded(job, recorded)
+        except Exception:
+            log.exception("Handling the recorded outcome of job %s failed.", job.id)
+
+    def _write(self, batch: list[_Pending]) -> list[bool | None]:
+        """The batch's flags, retrying while the store is unreachable; ``None`` flags when
+        given up. After a failure, rows reported unchanged are read back: a write whose
+        answer was lost may have been applied."""
+        completions = [pending.completion for pending in batch]
+        delay = 0.05
+        failures = 0
+        while True:
+            try:
+                flags = self._write_batch(completions)
+                if len(flags) != len(batch):
+                    raise RuntimeError(
+                        f"The store's complete_jobs returned {len(flags)} flags for "
+                        f"{len(batch)} completions; it must return one per completion."
+                    )
+            except Exception as exc:
+                failures += 1
+                if not self.keep_trying():
+                    log.error(
+                        "Gave up recording %d success(es) (%s); their jobs stay RUNNING "
+                        "until recovered and then run again.",
+                        len(batch),
+                        redact(f"{type(exc).__name__}: {exc}"),
+                    )
+                    return [None] * len(batch)
+                if failures == 1 or failures % 20 == 0:
+                    log.warning(
+                        "Could not record the outcome of %d job(s) (%s); retrying until the "
+                        "store answers (failure %d).",
+                        len(batch),
+                        redact(f"{type(exc).__name__}: {exc}"),
+                        failures,
+                    )
+                time.sleep(delay * random.uniform(0.8, 1.2))
+                delay = min(delay * 2, 5.0)
+                continue
+            if not failures:
+                return list(flags)
+            return [
+                True if flag else self._applied_before(pending.job)
+                for pending, flag in zip(batch, flags, strict=True)
+            ]
+
+    def _applied_before(self, job: ClaimedJob) -> bool | None:
+        try:
+            current = self._store.get_job(job.id)
+        except Exception:
+            return None  # unknown: the claim stays as it is until recovered
+        applied = (
+            current is not None
+            and current.claim_seq == job.claim_seq
+            and current.status is JobStatus.SUCCEEDED
+        )
+        if applied:
+            log.info("Job %s: the outcome written before the failure was kept.", job.id)
+        return applied

@@ -19,7 +19,7 @@ from typing import Any
 
 from ratchet import _context
 from ratchet._codec import encode_result
-from ratchet._engine.completions import GroupCommit
+from ratchet._engine.completions import CompletionWriter
 from ratchet._failures import is_do_not_retry
 from ratchet._imports import resolve_reference
 from ratchet._jobs import JobDefinition, JobFunction
@@ -48,7 +48,8 @@ def describe_failure(exc: BaseException) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened to one claim: ``succeeded``, ``retried``, ``failed``, or ``stale``."""
+    """What happened to one claim: ``succeeded``, ``retried``, ``failed``, ``stale``, or
+    ``queued`` (a success handed to the background writer, not recorded yet)."""
 
     job_id: str
     kind: str
@@ -97,11 +98,10 @@ class JobRunner:
         class_policy: ClassPolicy,
         retry_policy: RetryPolicy,
         on_stale: Callable[[ClaimedJob], None] | None = None,
-        group_commit: GroupCommit | None = None,
         keep_trying: Callable[[], bool] = lambda: False,
     ) -> None:
-        """``group_commit``, when given, records successes in shared batched writes
-        (see :mod:`ratchet._engine.completions`); otherwise each goes alone.
+        """Successes are written one at a time unless :attr:`completions` is set to a
+        :class:`~ratchet._engine.completions.CompletionWriter` (background batches).
 
         ``keep_trying`` says whether an outcome write that failed (the store was
         unreachable) should be tried again. A live node's claims are never recovered by
@@ -109,7 +109,7 @@ class JobRunner:
         worker keeps trying while its heartbeats hold the claim.
         """
         self.store = store
-        self.group_commit = group_commit
+        self.completions: CompletionWriter | None = None
         self.keep_trying = keep_trying
         self.registry = registry
         self.class_policy = class_policy
@@ -226,34 +226,35 @@ class JobRunner:
 
     def _record_success(self, job: ClaimedJob, result: Any) -> Outcome:
         result_json, result_type = encode_result(job.name, result)
-        group_commit = self.group_commit
-        if group_commit is not None:
+        if self.completions is not None:
             completion = Completion(
                 job_id=job.id,
                 claim_seq=job.claim_seq,
                 result_json=result_json,
                 result_type=result_type,
             )
-            recorded = self._persist(
-                job, JobStatus.SUCCEEDED, lambda: group_commit.complete(completion)
-            )
-        else:
-            recorded = self._persist(
-                job,
-                JobStatus.SUCCEEDED,
-                lambda: self.store.complete_job(
-                    job.id, job.claim_seq, result_json=result_json, result_type=result_type
-                ),
-            )
+            self.completions.submit(job, completion)
+            return Outcome(job.id, "queued", False)
+        recorded = self._persist(
+            job,
+            JobStatus.SUCCEEDED,
+            lambda: self.store.complete_job(
+                job.id, job.claim_seq, result_json=result_json, result_type=result_type
+            ),
+        )
         if not recorded:
-            self._stale(
-                job,
-                succeeded=True,
-                message="The job succeeded, but its claim was no "
-                "longer current, so the result was discarded.",
-            )
+            self.stale_success(job)
             return Outcome(job.id, "stale", False)
         return Outcome(job.id, "succeeded", True)
+
+    def stale_success(self, job: ClaimedJob) -> None:
+        """Report a success whose claim was no longer current (its result is dropped)."""
+        self._stale(
+            job,
+            succeeded=True,
+            message="The job succeeded, but its claim was no "
+            "longer current, so the result was discarded.",
+        )
 
     def _record_failure(self, job: ClaimedJob, exc: BaseException) -> Outcome:
         error = describe_failure(exc)

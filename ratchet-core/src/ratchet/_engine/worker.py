@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ratchet._engine.archiver import Archiver
-from ratchet._engine.completions import GroupCommit
+from ratchet._engine.completions import CompletionWriter
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.heartbeat import heartbeat_interval, retry_delay
 from ratchet._engine.polling import AdaptivePolling
@@ -74,20 +74,17 @@ class Worker:
         self.polling = AdaptivePolling(
             burst=options.poll_burst_seconds, idle_max=options.poll_idle_max_seconds
         )
-        self.group_commit: GroupCommit | None = None
-        if options.completion_batch_size > 1 and isinstance(app.store, SupportsBatchCompletion):
-            self.group_commit = GroupCommit(
-                app.store.complete_jobs, max_batch=options.completion_batch_size
-            )
         self.runner = JobRunner(
             store=app.store,
             registry=app.registry,
             class_policy=app.class_policy,
             retry_policy=app.retry_policy,
             on_stale=self._count_stale,
-            group_commit=self.group_commit,
             keep_trying=self._outcome_writes_may_retry,
         )
+        # Successes are written in the background, many per write, where the store can
+        # (the writer thread starts with the worker).
+        self.completions: CompletionWriter | None = None
         self.ready = ReadyQueue(
             concurrency=self.concurrency,
             prefetch_seconds=options.prefetch_seconds,
@@ -124,6 +121,16 @@ class Worker:
         # Heartbeats use their own connection where the store allows, so a busy pool or
         # a long claim never delays them.
         self.heartbeat_store = self.app.companion_store()
+        store = self.store
+        if self.options.completion_batch_size > 1 and isinstance(store, SupportsBatchCompletion):
+            self.completions = CompletionWriter(
+                store,
+                store.complete_jobs,
+                on_recorded=self._success_recorded,
+                keep_trying=self._outcome_writes_may_retry,
+                max_batch=self.options.completion_batch_size,
+            )
+            self.runner.completions = self.completions
         self.store.register_node(self.node_id)
         self._last_heartbeat_ok = time.monotonic()
         self._fail_exhausted(
@@ -159,15 +166,20 @@ class Worker:
             return
         self._stopped = True
         wait = self.options.shutdown_timeout_seconds if timeout is None else timeout
-        self._claiming.clear()  # 1. stop claiming, and give back what was claimed ahead
-        self._release_ready()
+        self._claiming.clear()  # 1. stop claiming
         self._stop_timers.set()  # 2. stop poller and maintenance; heartbeat keeps going
         self._wake.set()
         self._recurring_wake.set()
         for thread in self._threads:
             if thread.name != "ratchet-heartbeat":
                 thread.join()
+        # With the poller stopped (a claim in flight has returned), give back the jobs
+        # claimed ahead that never started.
+        self._release_ready()
+        deadline = time.monotonic() + wait
         finished = self.executor.wait_until_idle(wait)  # 3. wait for running jobs
+        # Record the successes still queued before anything is released.
+        self.flush_outcomes(max(deadline - time.monotonic(), 1.0))
         if not finished:  # 4. release what still runs, with no charge
             released = self._release_claims()
             log.warning(
@@ -185,6 +197,8 @@ class Worker:
         except Exception as exc:
             log.debug("Could not deregister node %s: %s", self.node_id, redact(str(exc)))
         self.app._detach(self)  # 7. release resources
+        if self.completions is not None:
+            self.completions.close(timeout=1.0)
         self.executor.shutdown()
         if self.heartbeat_store is not self.store:
             self.heartbeat_store.close()
@@ -323,6 +337,16 @@ class Worker:
         failed outcome write is worth retrying; past the grace (or once the heartbeat has
         stopped) other nodes take the jobs back and the write would be stale anyway."""
         return not self._stop_heartbeat.is_set() and not self._heartbeat_lost()
+
+    def _success_recorded(self, job: ClaimedJob, recorded: bool | None) -> None:
+        if recorded:
+            self.stats.succeeded += 1
+        elif recorded is False:
+            self.runner.stale_success(job)
+
+    def flush_outcomes(self, timeout: float | None = None) -> bool:
+        """Wait until every finished job's outcome is written; ``False`` on timeout."""
+        return self.completions is None or self.completions.flush(timeout)
 
     def _count_stale(self, _job: ClaimedJob) -> None:
         self.stats.stale_outcomes += 1
@@ -501,6 +525,7 @@ def run_until_idle(app: Ratchet, *, timeout: float | None, concurrency: int | No
             finished_before = worker.executor.completed
             claimed = worker.claim_once()
             if not claimed and not worker.executor.in_flight() and not len(worker.ready):
+                worker.flush_outcomes()
                 if worker.executor.completed == finished_before:
                     return worker.stats.claimed
                 continue  # something finished meanwhile and may have scheduled a retry

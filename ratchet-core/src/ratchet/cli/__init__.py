@@ -24,6 +24,7 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from ratchet.cli import _commands as c
+    from ratchet.cli import bench
 
     parser = argparse.ArgumentParser(
         prog="ratchet", description="Ratchet: a persistent, clustered job scheduler."
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="run a short demonstration on the embedded store")
     demo.add_argument("--store", metavar="URL", help="default: a fresh SQLite file")
     demo.set_defaults(handler=c.cmd_demo)
+    bench.register(commands)
     return parser
 
 

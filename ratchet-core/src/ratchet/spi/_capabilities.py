@@ -66,9 +66,9 @@ class SupportsTransactionalEnqueue(Protocol):
 class SupportsBatchCompletion(Protocol):
     """A store that records many successful outcomes in one round trip.
 
-    The worker groups the successes of jobs that finish while an earlier batch is being
-    written (group commit) and hands them over together; a store without this capability
-    gets one :meth:`~ratchet.spi.JobQueue.complete_job` call per job.
+    The worker hands successes to a background writer that records those accumulated
+    while its previous write was in flight in one call; a store without this capability
+    gets one :meth:`~ratchet.spi.JobQueue.complete_job` call per job, from the job's thread.
     """
 
     def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:

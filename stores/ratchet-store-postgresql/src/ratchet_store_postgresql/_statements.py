@@ -230,9 +230,9 @@ COMPLETE_JOB = _fenced(f"""
         updated_at = statement_timestamp()
     {_FENCE} RETURNING id, claim_seq""")
 
-# The batched form of COMPLETE_JOB (group commit): the same fence per row, one statement
-# for the whole batch. Rows are locked in id order so two batches that share a job (one of
-# them stale) cannot deadlock. Returns the ids recorded.
+# The batched form of COMPLETE_JOB (the worker's background writer): the same fence per
+# row, one statement for the whole batch. Rows are locked in id order so two batches that
+# share a job (one of them stale) cannot deadlock. Returns the ids recorded.
 COMPLETE_JOBS = """
 WITH done AS (
     SELECT * FROM unnest(%(id)s::text[], %(claim_seq)s::bigint[], %(result_json)s::text[],

@@ -1,0 +1,41 @@
+"""The benchmark's job and the application that registers it.
+
+Every benchmark job is ``noop(seq, t0, pad)``: about 100 bytes of JSON arguments. It notes
+that it ran, and, when ``t0`` (the enqueue call's start on :func:`~ratchet.bench.now_ns`)
+is not 0, how long after ``t0`` it started. It does nothing else, so what is measured is
+Ratchet and the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ratchet._app import Ratchet
+from ratchet.bench._stats import now_ns
+
+__all__ = ["JOB_NAME", "PAD", "RUNS", "STARTED_AFTER_NS", "bench_app", "noop"]
+
+JOB_NAME = "ratchet_bench_noop"
+PAD = "x" * 80
+
+RUNS: list[int] = []
+"""``seq`` of every run in this process, in order (``list.append`` is atomic under the GIL,
+and job threads share the list). A seq that appears twice ran twice."""
+
+STARTED_AFTER_NS: dict[int, int] = {}
+"""seq -> nanoseconds from the enqueue call's start to the job's start, for jobs with t0."""
+
+
+def noop(seq: int, t0: int, pad: str) -> None:
+    """The benchmark job: record the run (and its start latency when ``t0`` is set)."""
+    if t0:
+        STARTED_AFTER_NS[seq] = now_ns() - t0
+    RUNS.append(seq)
+
+
+def bench_app(store_url: str, **options: Any) -> Ratchet:
+    """A Ratchet application on ``store_url`` with the benchmark job registered (no
+    retries, so a failure shows as a failure). ``options`` are Ratchet's keyword options."""
+    app = Ratchet(store_url, **options)
+    app.job(name=JOB_NAME, max_retries=0)(noop)
+    return app
