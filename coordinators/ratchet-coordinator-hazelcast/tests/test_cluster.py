@@ -66,6 +66,22 @@ def test_ready_means_subscribed(hazelcast_members: str, topic: str) -> None:
         sender.close()
 
 
+def test_a_hint_sent_just_before_close_is_delivered(hazelcast_members: str, topic: str) -> None:
+    """Publishing is asynchronous; close() waits (briefly) for the member to acknowledge
+    what was sent, so a producer that enqueues and exits at once still wakes the others."""
+    receiver = _coordinator(hazelcast_members, "receiver", topic)
+    listener = RecordingListener()
+    receiver.register_wakeup_listener(listener)
+    try:
+        for round_ in range(5):
+            sender = _coordinator(hazelcast_members, f"sender-{round_}", topic)
+            sender.notify_new_work(3, f"sender-{round_}", None)
+            sender.close()
+            assert listener.wait_for(round_ + 1, 5), f"round {round_}: the last hint was lost"
+    finally:
+        receiver.close()
+
+
 def test_own_hints_come_back_and_are_dropped_on_receipt(hazelcast_members: str, topic: str) -> None:
     """An ITopic has no selectors: a node hears its own hints and the base class drops them
     (counted as ``ignored_self``, never passed to a listener)."""

@@ -64,6 +64,8 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
         self._connected = threading.Event()
         self._ready = threading.Event()
         self._stop = threading.Event()
+        self._unconfirmed = 0  # publishes sent and not yet acknowledged by the member
+        self._confirmed = threading.Condition()
         self._state = threading.Lock()
         self._topic: Topic[str] | None = None
         self._publish_failures = 0
@@ -136,9 +138,15 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
             raise ConnectionError(f"not connected to the Hazelcast {self._where} (reconnecting)")
         # Asynchronous: notify_new_work runs on the enqueue path and must not wait for the
         # cluster. A publish lost in a connection that is just dying is logged below.
+        with self._confirmed:
+            self._unconfirmed += 1
         topic.publish(payload).add_done_callback(self._published)
 
     def close_transport(self) -> None:
+        # Let the last hints reach the member first (bounded): a producer that enqueues and
+        # exits at once would otherwise drop its final wakeup with the client.
+        with self._confirmed:
+            self._confirmed.wait_for(lambda: self._unconfirmed == 0, timeout=2.0)
         self._stop.set()
         self._ready.clear()
         self._client.shutdown()  # also removes the listener registrations
@@ -210,6 +218,9 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
         self.deliver(payload if isinstance(payload, str | bytes) else str(payload))
 
     def _published(self, future: Any) -> None:
+        with self._confirmed:
+            self._unconfirmed -= 1
+            self._confirmed.notify_all()
         error = future.exception()
         if error is None:
             return
