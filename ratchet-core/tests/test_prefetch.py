@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import Future
 from typing import Any
 
 from ratchet import Ratchet
@@ -78,3 +80,30 @@ def test_prefetch_off_claims_only_free_slots(tmp_path: Any) -> None:
         assert len(worker.ready) + len(worker.executor.in_flight()) <= 2
         time.sleep(0.002)
     worker.stop(timeout=10)
+
+
+def test_a_job_that_finishes_inside_its_start_call_does_not_stall_the_worker(
+    tmp_path: Any,
+) -> None:
+    """A job can finish before the call that started it returns; its slot-freed path then
+    runs in the starting thread and starts the next claimed-ahead job. A lock held across
+    the start once deadlocked the poller here (seen in a benchmark drain)."""
+    app = _app(tmp_path, concurrency=2, prefetch_seconds=1.0)
+    ids = app.enqueue_many("quick", [(n,) for n in range(20)])
+    worker = app.worker().start(poll=False)
+    worker.ready.observe(0.0001)  # as if short jobs had run: claim ahead
+
+    def run_inline(fn: Any, *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_running_or_notify_cancel()
+        future.set_result(fn(*args))
+        return future
+
+    worker.executor._pool.submit = run_inline  # type: ignore[method-assign]
+    claiming = threading.Thread(target=worker.claim_once, daemon=True)
+    claiming.start()
+    claiming.join(20)
+    assert not claiming.is_alive(), "the claiming thread deadlocked"
+    assert worker.flush_outcomes(10)
+    worker.stop(timeout=5)
+    assert {app.get_job(i).status for i in ids} == {JobStatus.SUCCEEDED}  # type: ignore[union-attr]

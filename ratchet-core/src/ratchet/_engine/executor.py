@@ -94,11 +94,28 @@ class JobExecutor:
             return [job for job, _ in self._in_flight.values()]
 
     def submit(self, job: ClaimedJob) -> None:
+        """Start ``job`` (even past the concurrency: it then waits for a pool thread)."""
         key = (job.id, job.claim_seq)
         with self._changed:
             # Reserve the slot before starting, so a job that finishes at once is not
             # counted after it has already been removed.
             self._in_flight[key] = (job, None)
+        self._start(job, key)
+
+    def try_submit(self, job: ClaimedJob) -> bool:
+        """Start ``job`` if a slot is free (checked and reserved atomically); else ``False``.
+
+        The job may finish, and ``on_done`` run, inside this call, in the calling thread:
+        callers must not hold a lock that ``on_done`` takes."""
+        key = (job.id, job.claim_seq)
+        with self._changed:
+            if len(self._in_flight) >= self.concurrency:
+                return False
+            self._in_flight[key] = (job, None)
+        self._start(job, key)
+        return True
+
+    def _start(self, job: ClaimedJob, key: tuple[str, int]) -> None:
         started = time.monotonic()
         future: concurrent.futures.Future[Any]
         if self.runner.is_async(job):

@@ -65,6 +65,11 @@ class ReadyQueue:
         with self._lock:
             self._jobs.extend(jobs)
 
+    def push_front(self, job: ClaimedJob) -> None:
+        """Put back a job taken by :meth:`pop` that could not start after all."""
+        with self._lock:
+            self._jobs.appendleft(job)
+
     def pop(self) -> ClaimedJob | None:
         with self._lock:
             return self._jobs.popleft() if self._jobs else None

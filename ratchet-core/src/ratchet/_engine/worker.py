@@ -96,7 +96,6 @@ class Worker:
             on_done=self._slot_freed,
             on_slot_time=self.ready.observe,
         )
-        self._start_lock = threading.Lock()
         self._wake = threading.Event()
         self._recurring_wake = threading.Event()
         self.archiver = Archiver(app.store, options, app.node_id)
@@ -271,13 +270,18 @@ class Worker:
         return max(1, min(hold // 2, self.options.claim_batch_size))
 
     def _start_ready(self) -> None:
-        """Move waiting claimed jobs into free slots (never more than the slots)."""
-        with self._start_lock:
-            while self.executor.free_slots() > 0:
-                job = self.ready.pop()
-                if job is None:
-                    return
-                self.executor.submit(job)
+        """Move waiting claimed jobs into free slots (never more than the slots).
+
+        Holds no lock while starting a job: a job that finishes at once runs
+        ``_slot_freed`` (and so this method) in the same thread.
+        """
+        while self.executor.free_slots() > 0:
+            job = self.ready.pop()
+            if job is None:
+                return
+            if not self.executor.try_submit(job):  # another thread took the slot
+                self.ready.push_front(job)
+                return
 
     def _poll_loop(self) -> None:
         while not self._stop_timers.is_set():
