@@ -149,7 +149,7 @@ def worker(
     options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     variants = {v for v in (options or {}).get("variant", "").split("+") if v}
-    unknown = variants - {"no-recurring-wake", "trace"}
+    unknown = variants - {"trace"}
     if unknown:
         raise ValueError(f"unknown Ratchet variant(s) {sorted(unknown)}")
     settings: dict[str, Any] = {"concurrency": concurrency}
@@ -168,14 +168,6 @@ def worker(
     )
     go.wait()
     worker = app.worker(concurrency=concurrency)
-    if "no-recurring-wake" in variants:
-        # Experiment (this process only): a wakeup hint polls for jobs but does not also
-        # run a recurring-scheduler tick (lock write + clock + schedule list).
-        def wake() -> None:
-            worker.polling.on_wakeup()
-            worker._wake.set()
-
-        worker.wake = wake  # type: ignore[method-assign]
     if "trace" in variants:
         _trace(app)
     worker.start()
