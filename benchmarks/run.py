@@ -885,7 +885,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-databases", action="store_true")
     parser.add_argument(
         "--ratchet-variant",
-        choices=("no-recurring-wake", "trace", "no-recurring-wake+trace"),
+        choices=("trace",),
         help="an experiment patched into Ratchet's worker processes only "
         "(see sys_ratchet.worker); never for reported comparisons",
     )
