@@ -11,29 +11,30 @@ import psycopg
 import pytest
 
 from ratchet.errors import BusinessKeyConflictError
-from ratchet.spi import BackoffPolicy, JobStatus, NewJob, new_job_id
+from ratchet.spi import BackoffPolicy, JobStatus, NewJob
 from ratchet_store_postgresql import PostgreSQLJobStore, _enqueue
+from ratchet_tck.store import new_job as tck_new_job
 
 pytestmark = pytest.mark.server
 
 
+BULK_DEFAULTS: dict[str, Any] = {
+    "name": "tests.bulk",
+    "target": "tests:bulk",
+    "args_json": '[1, "é"]',
+    "kwargs_json": '{"k": null}',
+    "priority": 3,
+    "max_retries": 7,
+    "backoff": BackoffPolicy.FIXED,
+    "backoff_ms": 250,
+    "timeout_seconds": 1.5,
+    "params": {"p": [1, 2], "ü": "x"},
+    "delay_seconds": 30.0,
+}
+
+
 def new_job(**overrides: Any) -> NewJob:
-    values: dict[str, Any] = {
-        "id": new_job_id(),
-        "name": "tests.bulk",
-        "target": "tests:bulk",
-        "args_json": '[1, "é"]',
-        "kwargs_json": '{"k": null}',
-        "priority": 3,
-        "max_retries": 7,
-        "backoff": BackoffPolicy.FIXED,
-        "backoff_ms": 250,
-        "timeout_seconds": 1.5,
-        "params": {"p": [1, 2], "ü": "x"},
-        "delay_seconds": 30.0,
-    }
-    values.update(overrides)
-    return NewJob(**values)
+    return tck_new_job(**(BULK_DEFAULTS | overrides))
 
 
 def stored(store: PostgreSQLJobStore, job_id: str) -> dict[str, Any]:

@@ -10,24 +10,13 @@ import psycopg
 import pytest
 
 from ratchet.errors import BusinessKeyConflictError
-from ratchet.spi import NewJob, SupportsEnqueueHints, new_job_id
+from ratchet.spi import SupportsEnqueueHints, new_job_id
 from ratchet_store_postgresql import PostgreSQLJobStore
+from ratchet_tck.store import new_job
 
 pytestmark = pytest.mark.server
 
 CHANNEL = "ratchet_hint_test"
-
-
-def new_job(**overrides: Any) -> NewJob:
-    values: dict[str, Any] = {
-        "id": new_job_id(),
-        "name": "tests.noop",
-        "target": "tests:noop",
-        "args_json": "[]",
-        "kwargs_json": "{}",
-    }
-    values.update(overrides)
-    return NewJob(**values)
 
 
 class Listener:

@@ -3,28 +3,15 @@ outcome text is always storable, and native types round-trip."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError
-from ratchet.spi import ExecutionStatus, JobStatus, NewJob, new_job_id
+from ratchet.spi import ExecutionStatus, JobStatus
 from ratchet_store_postgresql import PostgreSQLJobStore
 from ratchet_store_postgresql._enqueue import CHUNK_SIZE
+from ratchet_tck.store import new_job
 
 pytestmark = pytest.mark.server
-
-
-def new_job(**overrides: Any) -> NewJob:
-    values: dict[str, Any] = {
-        "id": new_job_id(),
-        "name": "tests.noop",
-        "target": "tests:noop",
-        "args_json": "[]",
-        "kwargs_json": "{}",
-    }
-    values.update(overrides)
-    return NewJob(**values)
 
 
 def test_a_conflict_in_a_later_chunk_rejects_the_earlier_chunks(store: PostgreSQLJobStore) -> None:

@@ -10,22 +10,11 @@ import psycopg
 import pytest
 
 from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError, RatchetError
-from ratchet.spi import JobStatus, NewJob, new_job_id
+from ratchet.spi import JobStatus
 from ratchet_store_postgresql import PostgreSQLJobStore, SupportsTransactionalEnqueue
+from ratchet_tck.store import new_job
 
 pytestmark = pytest.mark.server
-
-
-def new_job(**overrides: Any) -> NewJob:
-    values: dict[str, Any] = {
-        "id": new_job_id(),
-        "name": "tests.noop",
-        "target": "tests:noop",
-        "args_json": "[]",
-        "kwargs_json": "{}",
-    }
-    values.update(overrides)
-    return NewJob(**values)
 
 
 def claimable(store: PostgreSQLJobStore) -> list[str]:
