@@ -119,6 +119,26 @@ EXECUTION_ROW = "(%s, %s, %s, %s, 'RUNNING', NULL, %s, NULL)"
 
 # -- fenced outcomes -------------------------------------------------------------------
 
+# A batch of successes (complete_jobs) in one transaction of three statements: lock the
+# batch's RUNNING rows in id order (two overlapping batches cannot deadlock) and read the
+# time once; update the rows whose claim_seq matched; close their execution records,
+# stamped with that same time. The locks make the update's match exact.
+LOCK_RUNNING = (
+    "SELECT id, claim_seq, UTC_TIMESTAMP(6) FROM ratchet_job "
+    "WHERE id IN ({ids}) AND status = 'RUNNING' ORDER BY id FOR UPDATE"
+)
+COMPLETE_LOCKED = (
+    "UPDATE ratchet_job SET status = 'SUCCEEDED', attempts = attempts + 1, "
+    "result_json = CASE id {cases} END, result_type = CASE id {cases} END, owner = NULL, "
+    "finished_at = %s, updated_at = %s WHERE id IN ({ids}) AND status = 'RUNNING'"
+)
+RESULT_CASE = "WHEN %s THEN %s"
+CLOSE_EXECUTIONS = (
+    "UPDATE ratchet_execution SET status = 'SUCCEEDED', message = NULL, finished_at = %s "
+    "WHERE {pairs}"
+)
+EXECUTION_KEY = "(job_id = %s AND claim_seq = %s)"
+
 # Each outcome is a transaction: the fenced job update, then (only when it matched) the
 # close of its execution record, stamped with the very time written on the job.
 _FENCE = "WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s"

@@ -158,31 +158,46 @@ class MySQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         )
 
     def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
-        """SupportsBatchCompletion: the batch in one transaction (one commit), each row
-        fenced as in :meth:`complete_job`. Rows are written in id order, so two batches that
-        share a job (one of them stale) take their row locks in the same order."""
+        """SupportsBatchCompletion: one transaction of three statements for the whole
+        batch (see ``LOCK_RUNNING``), each row fenced by its own ``claim_seq``."""
         if not completions:
             return []
 
-        def work(cursor: Cursor) -> dict[str, bool]:
-            recorded: dict[str, bool] = {}
-            for completion in sorted(completions, key=lambda c: c.job_id):
-                params = {
-                    "id": completion.job_id,
-                    "claim_seq": completion.claim_seq,
-                    "result_json": completion.result_json,
-                    "result_type": completion.result_type,
-                    "execution_status": ExecutionStatus.SUCCEEDED.value,
-                    "message": None,
-                }
-                changed = cursor.execute(sql.COMPLETE_JOB, params) == 1
-                if changed:
-                    cursor.execute(sql.CLOSE_EXECUTION, params)
-                recorded[completion.job_id] = changed
-            return recorded
+        def work(cursor: Cursor) -> set[str]:
+            ids = sorted(c.job_id for c in completions)
+            cursor.execute(sql.LOCK_RUNNING.format(ids=sql.placeholders(len(ids))), ids)
+            rows = cursor.fetchall()
+            current = {_rows.text(row[0]): int(row[1]) for row in rows}
+            matched = [c for c in completions if current.get(c.job_id) == c.claim_seq]
+            if not matched:
+                return set()
+            now = rows[0][2]
+            cases = " ".join([sql.RESULT_CASE] * len(matched))
+            cursor.execute(
+                sql.COMPLETE_LOCKED.format(cases=cases, ids=sql.placeholders(len(matched))),
+                [
+                    *(v for c in matched for v in (c.job_id, c.result_json)),
+                    *(v for c in matched for v in (c.job_id, c.result_type)),
+                    now,
+                    now,
+                    *(c.job_id for c in matched),
+                ],
+            )
+            # CLIENT.FOUND_ROWS: rows matched; every locked, matching row must be updated.
+            if cursor.rowcount != len(matched):
+                raise AssertionError(
+                    f"completed {cursor.rowcount} of {len(matched)} locked jobs; the "
+                    "transaction is rolled back"
+                )
+            pairs = " OR ".join([sql.EXECUTION_KEY] * len(matched))
+            cursor.execute(
+                sql.CLOSE_EXECUTIONS.format(pairs=pairs),
+                [now, *(v for c in matched for v in (c.job_id, c.claim_seq))],
+            )
+            return {c.job_id for c in matched}
 
         recorded = self._transaction(work)
-        return [recorded[c.job_id] for c in completions]
+        return [c.job_id in recorded for c in completions]
 
     def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
         return self._fenced(
