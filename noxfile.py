@@ -95,79 +95,61 @@ def certify_memory(session: nox.Session) -> None:
     _certify(session, "certify-memory", "--store", "memory://")
 
 
-@nox.session(name="certify-postgresql")
-def certify_postgresql(session: nox.Session) -> None:
-    """Certify the PostgreSQL store on its own database, ratchet_tck_pg (created if missing)."""
-    server = os.environ.get("RATCHET_TEST_POSTGRESQL_URL")
-    if not server:
-        session.error("RATCHET_TEST_POSTGRESQL_URL is not set: run scripts/services up postgresql")
-    url = server.rsplit("/", 1)[0] + "/ratchet_tck_pg"
-    session.run("python", "-m", "ratchet_store_postgresql.testing", url)
-    _certify(session, "certify-postgresql", "--store", url, "--erase")
-
-
-@nox.session(name="certify-mysql")
-def certify_mysql(session: nox.Session) -> None:
-    """Certify the MySQL store on its own database, ratchet_tck_mysql (created if missing)."""
-    server = os.environ.get("RATCHET_TEST_MYSQL_URL")
-    if not server:
-        session.error("RATCHET_TEST_MYSQL_URL is not set: run scripts/services up mariadb")
-    url = server.rsplit("/", 1)[0] + "/ratchet_tck_mysql"
-    session.run("python", "-m", "ratchet_store_mysql.testing", url)
-    _certify(session, "certify-mysql", "--store", url, "--erase")
-
-
-@nox.session(name="certify-mongodb")
-def certify_mongodb(session: nox.Session) -> None:
-    """Certify the MongoDB store on its own database, ratchet_tck_mongo (indexes created)."""
-    server = os.environ.get("RATCHET_TEST_MONGODB_URL")
-    if not server:
-        session.error("RATCHET_TEST_MONGODB_URL is not set: run scripts/services up ferretdb")
-    url = server.split("?", 1)[0].rsplit("/", 1)[0] + "/ratchet_tck_mongo"
-    session.run("python", "-m", "ratchet_store_mongodb.testing", url)
-    _certify(session, "certify-mongodb", "--store", url, "--erase")
-
-
-@nox.session(name="certify-coordinator-redis")
-def certify_coordinator_redis(session: nox.Session) -> None:
-    """Certify the Redis coordinator against the real server (scripts/services)."""
-    url = os.environ.get("RATCHET_TEST_REDIS_URL")
+def _server_url(session: nox.Session, variable: str, service: str) -> str:
+    url = os.environ.get(variable)
     if not url:
-        session.error("RATCHET_TEST_REDIS_URL is not set: run scripts/services up redis")
-    session.env["RATCHET_REDIS_URL"] = url
-    _certify(session, "certify-coordinator-redis", "--coordinator", "redis")
+        session.error(f"{variable} is not set: run scripts/services up {service}")
+    return url
 
 
-@nox.session(name="certify-coordinator-pg")
-def certify_coordinator_pg(session: nox.Session) -> None:
-    """Certify the LISTEN/NOTIFY coordinator against the real server."""
-    url = os.environ.get("RATCHET_TEST_POSTGRESQL_URL")
-    if not url:
-        session.error("RATCHET_TEST_POSTGRESQL_URL is not set: run scripts/services up postgresql")
-    session.env["RATCHET_PG_COORDINATOR_URL"] = url
-    _certify(session, "certify-coordinator-pg", "--coordinator", "pg")
+# Server stores: certified on a database of their own, created (or indexed) first.
+# name (also ratchet_store_<name>): (server variable, scripts/services name, database)
+SERVER_STORES = {
+    "postgresql": ("RATCHET_TEST_POSTGRESQL_URL", "postgresql", "ratchet_tck_pg"),
+    "mysql": ("RATCHET_TEST_MYSQL_URL", "mariadb", "ratchet_tck_mysql"),
+    "mongodb": ("RATCHET_TEST_MONGODB_URL", "ferretdb", "ratchet_tck_mongo"),
+}
+
+for _store, (_variable, _service, _database) in SERVER_STORES.items():
+
+    @nox.session(name=f"certify-{_store}")
+    def _certify_server_store(
+        session: nox.Session,
+        store: str = _store,
+        variable: str = _variable,
+        service: str = _service,
+        database: str = _database,
+    ) -> None:
+        """Certify a server store on its own database (created if missing)."""
+        server = _server_url(session, variable, service)
+        url = server.split("?", 1)[0].rsplit("/", 1)[0] + "/" + database
+        session.run("python", "-m", f"ratchet_store_{store}.testing", url)
+        _certify(session, f"certify-{store}", "--store", url, "--erase")
 
 
-@nox.session(name="certify-coordinator-jms")
-def certify_coordinator_jms(session: nox.Session) -> None:
-    """Certify the JMS (STOMP) coordinator against the real broker."""
-    url = os.environ.get("RATCHET_TEST_STOMP_URL")
-    if not url:
-        session.error("RATCHET_TEST_STOMP_URL is not set: run scripts/services up activemq")
-    session.env["RATCHET_JMS_URL"] = url
-    _certify(session, "certify-coordinator-jms", "--coordinator", "jms")
+# Coordinators: certified against their real server, configured through their variable.
+# name: (server variable, scripts/services name, the coordinator's own variable)
+COORDINATORS = {
+    "redis": ("RATCHET_TEST_REDIS_URL", "redis", "RATCHET_REDIS_URL"),
+    "pg": ("RATCHET_TEST_POSTGRESQL_URL", "postgresql", "RATCHET_PG_COORDINATOR_URL"),
+    "jms": ("RATCHET_TEST_STOMP_URL", "activemq", "RATCHET_JMS_URL"),
+    "hazelcast": ("RATCHET_TEST_HAZELCAST_MEMBERS", "hazelcast", "RATCHET_HAZELCAST_MEMBERS"),
+}
 
+for _coordinator, (_variable, _service, _setting) in COORDINATORS.items():
 
-@nox.session(name="certify-coordinator-hazelcast")
-def certify_coordinator_hazelcast(session: nox.Session) -> None:
-    """Certify the Hazelcast coordinator against the real member (restarts it)."""
-    members = os.environ.get("RATCHET_TEST_HAZELCAST_MEMBERS")
-    if not members:
-        session.error(
-            "RATCHET_TEST_HAZELCAST_MEMBERS is not set: run scripts/services up hazelcast"
-        )
-    session.env["RATCHET_HAZELCAST_MEMBERS"] = members
-    _certify(session, "certify-coordinator-hazelcast", "--coordinator", "hazelcast")
+    @nox.session(name=f"certify-coordinator-{_coordinator}")
+    def _certify_coordinator(
+        session: nox.Session,
+        coordinator: str = _coordinator,
+        variable: str = _variable,
+        service: str = _service,
+        setting: str = _setting,
+    ) -> None:
+        """Certify a coordinator against its real server (some suites restart it)."""
+        session.env[setting] = _server_url(session, variable, service)
+        name = f"certify-coordinator-{coordinator}"
+        _certify(session, name, "--coordinator", coordinator)
 
 
 @nox.session(name="certify-sqlite")
@@ -184,8 +166,7 @@ def bench(session: nox.Session) -> None:
     """Benchmarks against PGQueuer and Procrastinate (benchmarks/README.md). Not part of
     scripts/test or CI. Arguments after ``--`` go to benchmarks/run.py:
     ``nox -s bench -- --quick``."""
-    if not os.environ.get("RATCHET_TEST_POSTGRESQL_URL"):
-        session.error("RATCHET_TEST_POSTGRESQL_URL is not set: run scripts/services up postgresql")
+    _server_url(session, "RATCHET_TEST_POSTGRESQL_URL", "postgresql")
     out = ROOT / "artifacts" / "bench"
     out.mkdir(parents=True, exist_ok=True)
     peers = ["--with", "procrastinate==3.10.0", "--with", "pgqueuer[asyncpg]==1.6.0"]
