@@ -47,6 +47,7 @@ from ratchet.spi._capabilities import (
     SupportsTestReset,
     SupportsTransactionalEnqueue,
 )
+from ratchet.spi._rows import RowDecoder, lenient_json
 from ratchet.spi._runtime import (
     ClassPolicy,
     ClusterCoordinator,
@@ -111,6 +112,7 @@ __all__ = [
     "RecurringDefinition",
     "RecurringStore",
     "RetryPolicy",
+    "RowDecoder",
     "StartupCoordinator",
     "StoreStartupCoordinator",
     "SupportsBatchCompletion",
@@ -121,5 +123,6 @@ __all__ = [
     "WakeupHint",
     "decode_envelope",
     "encode_envelope",
+    "lenient_json",
     "new_job_id",
 ]

@@ -8,21 +8,12 @@ bytes (UTF-8 text).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ratchet._types import (
-    BackoffPolicy,
-    ClaimedJob,
-    Execution,
-    ExecutionStatus,
-    Job,
-    JobStatus,
-    NodeInfo,
-    RecurringDefinition,
-)
+from ratchet._types import ClaimedJob
+from ratchet.spi import RowDecoder
 
 __all__ = [
     "claimed_job",
@@ -36,16 +27,10 @@ __all__ = [
     "utc",
 ]
 
-Row = Sequence[Any]
-
 
 def utc(moment: datetime) -> datetime:
     """A DATETIME read back (naive, UTC) as an aware UTC datetime."""
     return moment.replace(tzinfo=UTC)
-
-
-def _utc_or_none(moment: datetime | None) -> datetime | None:
-    return None if moment is None else moment.replace(tzinfo=UTC)
 
 
 def to_database(moment: datetime) -> datetime:
@@ -67,109 +52,16 @@ def text_or_none(value: bytes | str | None) -> str | None:
     return None if value is None else text(value)
 
 
-def _lenient_json(stored: str, fallback: Any) -> Any:
-    """Decode stored JSON for reading; unreadable arguments must not break listings
-    (running such a job fails it with the decoding error instead)."""
-    try:
-        value = json.loads(stored)
-    except ValueError:
-        return fallback
-    return value if isinstance(value, type(fallback)) else fallback
+# PyMySQL returns naive UTC DATETIMEs, VARBINARY as bytes, tags and params as JSON text.
+_DECODE = RowDecoder(time=utc, text=text)
+
+job = _DECODE.job
+execution = _DECODE.execution
+node = _DECODE.node
+recurring = _DECODE.recurring
 
 
-def job(row: Row) -> Job:
-    result_json = row[21]
-    return Job(
-        id=text(row[0]),
-        name=row[1],
-        target=row[2],
-        args=tuple(_lenient_json(row[3], [])),
-        kwargs=dict(_lenient_json(row[4], {})),
-        status=JobStatus(row[5]),
-        priority=row[6],
-        attempts=row[7],
-        max_retries=row[8],
-        backoff=BackoffPolicy(row[9]),
-        backoff_ms=row[10],
-        timeout_seconds=row[11],
-        crash_count=row[12],
-        claim_seq=row[13],
-        owner=text_or_none(row[14]),
-        claimed_at=_utc_or_none(row[15]),
-        business_key=text_or_none(row[16]),
-        idempotency_key=text_or_none(row[17]),
-        tags=tuple(json.loads(row[18])),
-        params=json.loads(row[19]),
-        recurring_id=text_or_none(row[20]),
-        result=None if result_json is None else json.loads(result_json),
-        result_type=row[22],
-        last_error=row[23],
-        scheduled_at=utc(row[24]),
-        created_at=utc(row[25]),
-        started_at=_utc_or_none(row[26]),
-        finished_at=_utc_or_none(row[27]),
-    )
-
-
-def claimed_job(row: Row, *, claimed_at: datetime) -> ClaimedJob:
+def claimed_job(row: Sequence[Any], *, claimed_at: datetime) -> ClaimedJob:
     """A row of LOCK_CANDIDATES, read under lock just before the claim UPDATE: the claim
     adds one to its ``claim_seq`` and opens attempt ``attempts + 1`` at ``claimed_at``."""
-    return ClaimedJob(
-        id=text(row[0]),
-        name=row[1],
-        target=row[2],
-        args_json=row[3],
-        kwargs_json=row[4],
-        priority=row[5],
-        attempt=row[6] + 1,
-        max_retries=row[7],
-        backoff=BackoffPolicy(row[8]),
-        backoff_ms=row[9],
-        timeout_seconds=row[10],
-        crash_count=row[11],
-        claim_seq=row[12] + 1,
-        params=json.loads(row[13]),
-        business_key=text_or_none(row[14]),
-        idempotency_key=text_or_none(row[15]),
-        recurring_id=text_or_none(row[16]),
-        scheduled_at=utc(row[17]),
-        claimed_at=utc(claimed_at),
-    )
-
-
-def execution(row: Row) -> Execution:
-    return Execution(
-        job_id=text(row[0]),
-        claim_seq=row[1],
-        attempt=row[2],
-        node_id=text_or_none(row[3]),
-        status=ExecutionStatus(row[4]),
-        message=row[5],
-        started_at=utc(row[6]),
-        finished_at=_utc_or_none(row[7]),
-    )
-
-
-def node(row: Row) -> NodeInfo:
-    return NodeInfo(node_id=text(row[0]), started_at=utc(row[1]), heartbeat_at=utc(row[2]))
-
-
-def recurring(row: Row) -> RecurringDefinition:
-    return RecurringDefinition(
-        id=text(row[0]),
-        cron=row[1],
-        zone=row[2],
-        misfire=row[3],
-        name=row[4],
-        target=row[5],
-        args_json=row[6],
-        kwargs_json=row[7],
-        priority=row[8],
-        max_retries=row[9],
-        backoff=BackoffPolicy(row[10]),
-        backoff_ms=row[11],
-        timeout_seconds=row[12],
-        tags=tuple(json.loads(row[13])),
-        source=row[14],
-        created_at=utc(row[15]),
-    )
+    return _DECODE.claimed_job(row, read_before_claim_at=claimed_at)
