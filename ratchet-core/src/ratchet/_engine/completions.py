@@ -25,12 +25,11 @@ recovery runs those jobs again: at-least-once, as for any crash mid-job. An orde
 from __future__ import annotations
 
 import logging
-import random
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ratchet._engine.outcome_writes import applied_before, with_retries
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, Completion, JobStatus
 from ratchet.spi import JobStore
@@ -158,54 +157,37 @@ class CompletionWriter:
         given up. After a failure, rows reported unchanged are read back: a write whose
         answer was lost may have been applied."""
         completions = [pending.completion for pending in batch]
-        delay = 0.05
-        failures = 0
-        while True:
-            try:
-                flags = self._write_batch(completions)
-                if len(flags) != len(batch):
-                    raise RuntimeError(
-                        f"The store's complete_jobs returned {len(flags)} flags for "
-                        f"{len(batch)} completions; it must return one per completion."
-                    )
-            except Exception as exc:
-                failures += 1
-                if not self.keep_trying():
-                    log.error(
-                        "Gave up recording %d success(es) (%s); their jobs stay RUNNING "
-                        "until recovered and then run again.",
-                        len(batch),
-                        redact(f"{type(exc).__name__}: {exc}"),
-                    )
-                    return [None] * len(batch)
-                if failures == 1 or failures % 20 == 0:
-                    log.warning(
-                        "Could not record the outcome of %d job(s) (%s); retrying until the "
-                        "store answers (failure %d).",
-                        len(batch),
-                        redact(f"{type(exc).__name__}: {exc}"),
-                        failures,
-                    )
-                time.sleep(delay * random.uniform(0.8, 1.2))
-                delay = min(delay * 2, 5.0)
-                continue
-            if not failures:
-                return list(flags)
-            return [
-                True if flag else self._applied_before(pending.job)
-                for pending, flag in zip(batch, flags, strict=True)
-            ]
+
+        def write() -> list[bool]:
+            flags = self._write_batch(completions)
+            if len(flags) != len(batch):
+                raise RuntimeError(
+                    f"The store's complete_jobs returned {len(flags)} flags for "
+                    f"{len(batch)} completions; it must return one per completion."
+                )
+            return flags
+
+        try:
+            flags, failures = with_retries(
+                write, keep_trying=self.keep_trying, what=f"the outcome of {len(batch)} job(s)"
+            )
+        except Exception as exc:
+            log.error(
+                "Gave up recording %d success(es) (%s); their jobs stay RUNNING until "
+                "recovered and then run again.",
+                len(batch),
+                redact(f"{type(exc).__name__}: {exc}"),
+            )
+            return [None] * len(batch)
+        if not failures:
+            return list(flags)
+        return [
+            True if flag else self._applied_before(pending.job)
+            for pending, flag in zip(batch, flags, strict=True)
+        ]
 
     def _applied_before(self, job: ClaimedJob) -> bool | None:
         try:
-            current = self._store.get_job(job.id)
+            return applied_before(self._store, job, JobStatus.SUCCEEDED)
         except Exception:
             return None  # unknown: the claim stays as it is until recovered
-        applied = (
-            current is not None
-            and current.claim_seq == job.claim_seq
-            and current.status is JobStatus.SUCCEEDED
-        )
-        if applied:
-            log.info("Job %s: the outcome written before the failure was kept.", job.id)
-        return applied

@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import threading
-import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from typing import Any
 from ratchet import _context
 from ratchet._codec import encode_result
 from ratchet._engine.completions import CompletionWriter
+from ratchet._engine.outcome_writes import applied_before, with_retries
 from ratchet._failures import is_do_not_retry
 from ratchet._imports import resolve_reference
 from ratchet._jobs import JobDefinition, JobFunction
@@ -294,44 +293,16 @@ class JobRunner:
         return Outcome(job.id, kind, True)
 
     def _persist(self, job: ClaimedJob, leaves: JobStatus, write: Callable[[], bool]) -> bool:
-        """Run the fenced outcome ``write``; retry it with backoff while the store is
-        unreachable and :attr:`keep_trying` allows, then give up by raising.
-
-        A write whose answer was lost may have been applied: when a retry finds the claim
-        no longer RUNNING, the job is read back, and it counts as recorded when it is in
-        ``leaves`` (the status the write leaves) under this very claim.
-        """
-        delay = 0.05
-        failures = 0
-        while True:
-            try:
-                recorded = write()
-            except Exception as exc:
-                failures += 1
-                if not self.keep_trying():
-                    raise
-                if failures == 1 or failures % 20 == 0:
-                    log.warning(
-                        "Could not record the outcome of job %s (%s); retrying until the "
-                        "store answers (failure %d).",
-                        job.id,
-                        redact(f"{type(exc).__name__}: {exc}"),
-                        failures,
-                    )
-                time.sleep(delay * random.uniform(0.8, 1.2))
-                delay = min(delay * 2, 5.0)
-                continue
-            if recorded or not failures:
-                return recorded
-            current = self.store.get_job(job.id)
-            applied = (
-                current is not None
-                and current.claim_seq == job.claim_seq
-                and current.status is leaves
-            )
-            if applied:
-                log.info("Job %s: the outcome written before the failure was kept.", job.id)
-            return applied
+        """Run the fenced outcome ``write``, retried while the store is unreachable and
+        :attr:`keep_trying` allows (then raising); after failures, a ``False`` answer is
+        read back, since the write may have been applied before its answer was lost
+        (see :mod:`ratchet._engine.outcome_writes`)."""
+        recorded, failures = with_retries(
+            write, keep_trying=self.keep_trying, what=f"the outcome of job {job.id}"
+        )
+        if recorded or not failures:
+            return recorded
+        return applied_before(self.store, job, leaves)
 
     def decide(self, job: ClaimedJob, exc: BaseException) -> tuple[str, float]:
         """``("failed", 0)`` for the dead-letter queue, else ``("retried", delay seconds)``.

@@ -300,20 +300,35 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
         message: str | None,
     ) -> bool:
         with self._write() as (conn, now):
-            changed = conn.execute(statement, {**params, "now": now}).rowcount
-            if changed != 1:
-                return False
-            conn.execute(
-                sql.CLOSE_EXECUTION,
-                {
-                    "id": params["id"],
-                    "claim_seq": params["claim_seq"],
-                    "status": execution_status.value,
-                    "message": message,
-                    "now": now,
-                },
+            return self._apply_fenced(
+                conn, now, statement, params, execution_status=execution_status, message=message
             )
-            return True
+
+    @staticmethod
+    def _apply_fenced(
+        conn: sqlite3.Connection,
+        now: float,
+        statement: str,
+        params: dict[str, Any],
+        *,
+        execution_status: ExecutionStatus,
+        message: str | None,
+    ) -> bool:
+        """Inside a write transaction: the fenced job update and, when it matched, the
+        close of its execution record."""
+        if conn.execute(statement, {**params, "now": now}).rowcount != 1:
+            return False
+        conn.execute(
+            sql.CLOSE_EXECUTION,
+            {
+                "id": params["id"],
+                "claim_seq": params["claim_seq"],
+                "status": execution_status.value,
+                "message": message,
+                "now": now,
+            },
+        )
+        return True
 
     def complete_job(
         self, job_id: str, claim_seq: int, *, result_json: str | None, result_type: str | None
@@ -335,30 +350,23 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
         one hold of SQLite's write lock), fenced per row."""
         if not completions:
             return []
-        recorded: list[bool] = []
         with self._write() as (conn, now):
-            for completion in completions:
-                params = {
-                    "id": completion.job_id,
-                    "claim_seq": completion.claim_seq,
-                    "result_json": completion.result_json,
-                    "result_type": completion.result_type,
-                    "now": now,
-                }
-                changed = conn.execute(sql.COMPLETE_JOB, params).rowcount == 1
-                if changed:
-                    conn.execute(
-                        sql.CLOSE_EXECUTION,
-                        {
-                            "id": completion.job_id,
-                            "claim_seq": completion.claim_seq,
-                            "status": ExecutionStatus.SUCCEEDED.value,
-                            "message": None,
-                            "now": now,
-                        },
-                    )
-                recorded.append(changed)
-        return recorded
+            return [
+                self._apply_fenced(
+                    conn,
+                    now,
+                    sql.COMPLETE_JOB,
+                    {
+                        "id": c.job_id,
+                        "claim_seq": c.claim_seq,
+                        "result_json": c.result_json,
+                        "result_type": c.result_type,
+                    },
+                    execution_status=ExecutionStatus.SUCCEEDED,
+                    message=None,
+                )
+                for c in completions
+            ]
 
     def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
         return self._fenced_outcome(
