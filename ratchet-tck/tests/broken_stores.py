@@ -1,13 +1,19 @@
 """Deliberately broken stores: each violates one contract, so the kit must catch it.
 
-Each is the embedded store with one guard removed, the way a real bug would look.
+Each is the embedded store with one guard removed, the way a real bug would look. The
+first ones live here; the mutation catalogue continues in ``broken_queue_stores.py`` and
+``broken_cluster_stores.py``. :func:`named` finds a store in any of them.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
+
+import broken_cluster_stores
+import broken_queue_stores
 
 from ratchet.spi import ClaimedJob, Completion
 from ratchet.stores.sqlite import _statements as sql
@@ -15,12 +21,26 @@ from ratchet.stores.sqlite._rows import claimed_from_row
 from ratchet.stores.sqlite.store import SQLiteJobStore
 
 
+def named(name: str) -> type[SQLiteJobStore]:
+    """The broken store class called ``name``, wherever in the catalogue it is."""
+    for module in (sys.modules[__name__], broken_queue_stores, broken_cluster_stores):
+        found = getattr(module, name, None)
+        if isinstance(found, type) and issubclass(found, SQLiteJobStore):
+            return found
+    raise LookupError(f"No broken store is called {name!r}.")
+
+
 class DoubleClaimStore(SQLiteJobStore):
     """Reads candidates outside the claiming transaction and updates them without
     re-checking that they are still PENDING."""
 
     def claim_due_jobs(
-        self, *, node_id: str, limit: int, priority_boost_seconds: float
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
     ) -> list[ClaimedJob]:
         with self._read() as conn:
             now = conn.execute(sql.NOW).fetchone()[0]
@@ -31,7 +51,7 @@ class DoubleClaimStore(SQLiteJobStore):
             for job_id in ids:
                 row = conn.execute(
                     sql.CLAIM_JOB.replace("AND status = 'PENDING'", ""),
-                    {"id": job_id, "node_id": node_id, "now": now},
+                    {"id": job_id, "node_id": node_id, "now": now, "start": 1},
                 ).fetchone()
                 claimed.append(claimed_from_row(row))
         return claimed
@@ -107,10 +127,18 @@ class EarlyBusinessKeyReleaseStore(SQLiteJobStore):
     """Frees a job's business key as soon as it is claimed."""
 
     def claim_due_jobs(
-        self, *, node_id: str, limit: int, priority_boost_seconds: float
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
     ) -> list[ClaimedJob]:
         claimed = super().claim_due_jobs(
-            node_id=node_id, limit=limit, priority_boost_seconds=priority_boost_seconds
+            node_id=node_id,
+            limit=limit,
+            priority_boost_seconds=priority_boost_seconds,
+            start_now=start_now,
         )
         with self._write() as (conn, _now):
             for job in claimed:
@@ -131,3 +159,38 @@ class StealableLockStore(SQLiteJobStore):
                 (name, owner, now, now + ttl_seconds),
             )
         return True
+
+
+class ChargesUnstartedClaimsStore(SQLiteJobStore):
+    """Crash recovery charges every claim of a dead node, started or only claimed ahead
+    (so a job that kills its node dead-letters its waiting neighbours)."""
+
+    def claim_due_jobs(
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
+    ) -> list[ClaimedJob]:
+        claimed = super().claim_due_jobs(
+            node_id=node_id,
+            limit=limit,
+            priority_boost_seconds=priority_boost_seconds,
+            start_now=start_now,
+        )
+        with self._write() as (conn, _now):
+            for job in claimed:
+                conn.execute(
+                    "UPDATE ratchet_job SET started_seq = claim_seq WHERE id = ?", (job.id,)
+                )
+        return claimed
+
+
+class IgnoresLateStartStore(SQLiteJobStore):
+    """Accepts ``mark_started`` without recording anything, so a job claimed ahead that
+    kills its node is never charged and crash-loops forever."""
+
+    def mark_started(self, job_id: str, claim_seq: int) -> bool:
+        job = self.get_job(job_id)
+        return job is not None and job.status.value == "RUNNING" and job.claim_seq == claim_seq

@@ -22,25 +22,94 @@ class TestBroken(JobStoreSuite):
     @pytest.fixture
     def store_factory(self, store_url):
         path = store_url.removeprefix("sqlite:///")
-        return lambda: broken_stores.{store}(path)
+        return lambda: broken_stores.named("{store}")(path)
 """
 
 
-@pytest.mark.parametrize(
-    ("store", "caught_by"),
-    [
-        ("DoubleClaimStore", "test_concurrent_claimers_never_share_a_job"),
-        ("IgnoresPriorityStore", "test_order_is_priority_then_scheduled_time_then_id"),
-        ("IgnoresPriorityStore", "test_age_boost_lets_old_low_priority_work_overtake"),
-        ("UnfencedCompletionStore", "test_stale_claim_sequence_changes_nothing"),
-        ("UnfencedBatchCompletionStore", "test_each_row_of_a_batch_is_fenced_on_its_own"),
-        ("UnfencedBatchCompletionStore", "test_a_batch_racing_a_takeover_never_records_both"),
-        ("LocalClockStore", "test_due_time_is_judged_by_the_database_clock"),
-        ("EarlyBusinessKeyReleaseStore", "test_key_is_held_while_pending_and_running"),
-        ("StealableLockStore", "test_acquire_when_free_expired_or_ours"),
-        ("StealableLockStore", "test_concurrent_acquirers_get_one_winner"),
-    ],
-)
+# Broken store → the contract test that must catch it. Grow this whenever a store bug is
+# found anywhere: the mutant goes to broken_stores.py, its row here.
+CATALOGUE = [
+    ("DoubleClaimStore", "test_concurrent_claimers_never_share_a_job"),
+    ("DoubleClaimStore", "test_claims_racing_cancels_have_one_winner_per_job"),
+    ("IgnoresPriorityStore", "test_order_is_priority_then_scheduled_time_then_id"),
+    ("IgnoresPriorityStore", "test_age_boost_lets_old_low_priority_work_overtake"),
+    ("UnfencedCompletionStore", "test_stale_claim_sequence_changes_nothing"),
+    ("UnfencedBatchCompletionStore", "test_each_row_of_a_batch_is_fenced_on_its_own"),
+    ("UnfencedBatchCompletionStore", "test_a_batch_racing_a_takeover_never_records_both"),
+    ("LocalClockStore", "test_due_time_is_judged_by_the_database_clock"),
+    ("EarlyBusinessKeyReleaseStore", "test_key_is_held_while_pending_and_running"),
+    ("StealableLockStore", "test_acquire_when_free_expired_or_ours"),
+    ("StealableLockStore", "test_concurrent_acquirers_get_one_winner"),
+    ("ChargesUnstartedClaimsStore", "test_claims_made_ahead_are_recovered_without_charge"),
+    ("ChargesUnstartedClaimsStore", "test_a_restart_charges_only_started_claims"),
+    ("IgnoresLateStartStore", "test_a_start_recorded_later_is_charged"),
+    # time precision and the database clock
+    ("WholeSecondDelayStore", "test_sub_second_delays_are_kept_and_honoured"),
+    ("WholeSecondRetryDelayStore", "test_sub_second_delays_are_kept_and_honoured"),
+    ("WholeSecondScheduleStore", "test_a_job_due_a_moment_from_now_is_not_claimable_yet"),
+    ("ClaimsAheadStore", "test_a_job_due_a_moment_from_now_is_not_claimable_yet"),
+    ("WholeSecondClockStore", "test_database_clock_and_written_times_have_sub_second_resolution"),
+    ("LocalClockDelayStore", "test_every_time_the_store_writes_is_on_the_database_clock"),
+    ("LocalClockRetryStore", "test_every_time_the_store_writes_is_on_the_database_clock"),
+    ("LocalClockRegistrationStore", "test_every_time_the_store_writes_is_on_the_database_clock"),
+    ("LocalClockHeartbeatStore", "test_every_time_the_store_writes_is_on_the_database_clock"),
+    ("LocalClockStaleNodesStore", "test_age_comparisons_are_on_the_database_clock"),
+    ("LocalClockArchiveStore", "test_age_comparisons_are_on_the_database_clock"),
+    ("LocalClockLockStore", "test_lock_expiry_is_on_the_database_clock"),
+    # claim order under a small limit
+    ("SortsAfterLimitStore", "test_order_holds_when_the_limit_is_far_below_the_backlog"),
+    ("OrdersByIdWithinLevelStore", "test_order_within_one_level_under_a_small_limit"),
+    # exact matching
+    ("CaseInsensitiveIdempotencyKeyStore", "test_idempotency_keys_match_exactly"),
+    ("TrimmedIdempotencyKeyStore", "test_idempotency_keys_match_exactly"),
+    ("CaseInsensitiveBusinessKeyStore", "test_business_keys_match_exactly"),
+    ("LikeBusinessKeyCancelStore", "test_cancel_by_business_key_matches_exactly"),
+    ("PrefixTagStore", "test_tags_match_whole_tags"),
+    ("SubstringTagCancelStore", "test_cancel_by_tag_matches_whole_tags"),
+    # atomicity of enqueues
+    ("ChunkedEnqueueManyStore", "test_enqueue_many_is_all_or_nothing_for_every_conflict"),
+    ("DeduplicatingEnqueueManyStore", "test_enqueue_many_is_all_or_nothing_for_every_conflict"),
+    ("KeyReservedFirstStore", "test_a_rejected_enqueue_leaves_nothing_behind"),
+    # neighbouring states and cut-offs
+    ("CancelIgnoresStatusStore", "test_cancel_only_from_pending"),
+    ("CancelIgnoresStatusStore", "test_claims_racing_cancels_have_one_winner_per_job"),
+    ("CancelByKeyTakesRunningStore", "test_cancel_by_business_key_spares_running_and_finished"),
+    ("CancelByTagIgnoresStatusStore", "test_cancel_by_tag_reaches_pending_jobs_only"),
+    ("PurgesCanceledStore", "test_purge_deletes_failed_jobs_only"),
+    ("ArchivesUnfinishedStore", "test_archive_takes_finished_jobs_only"),
+    ("CountsArchivedStore", "test_archived_jobs_leave_every_live_view"),
+    ("ArchiveByCreatedAtStore", "test_cut_offs_apply_to_the_finish_time"),
+    ("PurgeByCreatedAtStore", "test_cut_offs_apply_to_the_finish_time"),
+    ("PurgeExecutionsByStartStore", "test_cut_offs_apply_to_the_finish_time"),
+    # batch equals single
+    ("BatchDropsResultTypeStore", "test_a_batched_completion_stores_what_complete_job_stores"),
+    ("BatchForgetsFinishTimeStore", "test_a_batched_completion_stores_what_complete_job_stores"),
+    # leases
+    ("ReacquireKeepsExpiryStore", "test_reacquiring_a_held_lock_extends_it"),
+    ("RenewFromAcquisitionStore", "test_renewal_runs_from_the_time_of_renewal"),
+    # recurring lifecycle
+    ("FiresDeletedWithScheduleStore", "test_a_fired_instant_never_fires_again_after_delete"),
+    ("RecreatingSaveRecurringStore", "test_definitions_are_saved_replaced_listed_and_deleted"),
+    ("LastFireIgnoresSkipsStore", "test_last_fire_counts_fired_and_skipped_instants"),
+    # races
+    ("UnguardedRecoveryStore", "test_recoveries_racing_a_claim_charge_each_orphan_once"),
+    ("UnguardedRecoveryStore", "test_completion_racing_recovery_has_one_winner_per_job"),
+    ("StatuslessFenceStore", "test_completion_racing_recovery_has_one_winner_per_job"),
+    ("StatuslessFenceStore", "test_outcome_for_a_job_that_is_not_running_changes_nothing"),
+    # the rest of the SPI, method by method
+    ("RetryDropsBusinessKeyStore", "test_retry_of_a_failed_job_reserves_its_key_again"),
+    ("OldestFirstListStore", "test_list_jobs_by_status_and_tag_newest_first"),
+    ("FindsFinishedKeyHolderStore", "test_key_is_released_when_the_job_ends"),
+    ("ReleaseChargesAttemptStore", "test_release_charges_nothing"),
+    ("RetryIgnoresDelayStore", "test_schedule_retry_returns_to_pending_after_the_delay"),
+    ("CrashLimitCountsAttemptStore", "test_crash_limit_dead_letter_uses_no_attempt"),
+    ("DrainChargesCrashStore", "test_draining_node_releases_its_claims_without_charge"),
+    ("LateOutcomeOverwritesCurrentStore", "test_late_outcome_updates_only_a_superseded_execution"),
+    ("ClosesRunningExecutionsStore", "test_open_execution_of_a_running_claim_is_not_closed"),
+]
+
+
+@pytest.mark.parametrize(("store", "caught_by"), CATALOGUE)
 def test_broken_store_fails_the_intended_contract(
     pytester: pytest.Pytester, store: str, caught_by: str
 ) -> None:
@@ -56,25 +125,48 @@ def test_broken_store_fails_the_intended_contract(
 def test_the_unbroken_store_passes_the_same_tests(pytester: pytest.Pytester) -> None:
     """Control: the same harness with the real store passes every one of those tests."""
     pytester.syspathinsert(Path(__file__).parent)
-    pytester.makepyfile(
-        test_broken=SUITE.format(store="SQLiteJobStore")
-        .replace("broken_stores.SQLiteJobStore", "SQLiteJobStore")
-        .replace("import broken_stores", "from ratchet.stores.sqlite.store import SQLiteJobStore")
-    )
-    selection = " or ".join(
-        {
-            "test_concurrent_claimers_never_share_a_job",
-            "test_order_is_priority_then_scheduled_time_then_id",
-            "test_stale_claim_sequence_changes_nothing",
-            "test_each_row_of_a_batch_is_fenced_on_its_own",
-            "test_a_batch_racing_a_takeover_never_records_both",
-            "test_due_time_is_judged_by_the_database_clock",
-            "test_key_is_held_while_pending_and_running",
-            "test_acquire_when_free_expired_or_ours",
-        }
-    )
+    # named("SQLiteJobStore") is the real store, which broken_stores imports.
+    pytester.makepyfile(test_broken=SUITE.format(store="SQLiteJobStore"))
+    selection = " or ".join(sorted({test for _, test in CATALOGUE}))
     result = pytester.runpytest_inprocess("-k", selection, "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
-    assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) >= 8, result.stdout.str()[
-        -3000:
-    ]
+    passed = outcomes.get("passed", 0)
+    expected = len({test for _, test in CATALOGUE})
+    assert outcomes.get("failed", 0) == 0 and passed >= expected, result.stdout.str()[-3000:]
+
+
+def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalogue holds at least 30 broken stores, and each has a row in the table."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import broken_cluster_stores
+    import broken_queue_stores
+    import broken_stores
+
+    from ratchet.stores.sqlite.store import SQLiteJobStore
+
+    defined = {
+        name
+        for module in (broken_stores, broken_queue_stores, broken_cluster_stores)
+        for name, value in vars(module).items()
+        if isinstance(value, type)
+        and issubclass(value, SQLiteJobStore)
+        and value is not SQLiteJobStore
+    }
+    assert defined == {store for store, _ in CATALOGUE}
+    assert len(defined) >= 30
+
+
+def test_suite_test_names_are_unique() -> None:
+    """No contract test of one mixin hides another's of the same name (the report and the
+    suite class keep only one of them)."""
+    from ratchet_tck import JobStoreSuite
+
+    seen: dict[str, str] = {}
+    clashes = []
+    for klass in JobStoreSuite.__mro__:
+        for name in vars(klass):
+            if name.startswith("test_"):
+                if name in seen:
+                    clashes.append(f"{name}: {seen[name]} and {klass.__qualname__}")
+                seen[name] = klass.__qualname__
+    assert not clashes

@@ -7,7 +7,12 @@ Subclass a suite, supply its fixture, run pytest: the plugin writes
 from __future__ import annotations
 
 from ratchet_tck._contract import Capabilities, Level, contract
-from ratchet_tck.coordinator import ClusterCoordinatorSuite, CoordinatorHarness, RecordingListener
+from ratchet_tck.coordinator import (
+    ClusterCoordinatorSuite,
+    CoordinatorHarness,
+    RecordingListener,
+    WorkerProcess,
+)
 from ratchet_tck.policies import NodeIdentityProviderSuite, RetryPolicySuite
 from ratchet_tck.store import JobStoreSuite
 
@@ -20,5 +25,6 @@ __all__ = [
     "NodeIdentityProviderSuite",
     "RecordingListener",
     "RetryPolicySuite",
+    "WorkerProcess",
     "contract",
 ]

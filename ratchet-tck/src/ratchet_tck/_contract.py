@@ -44,7 +44,9 @@ class Capabilities:
     Optional contracts whose capability is ``False`` are skipped and reported N/A.
 
     * ``separate_processes``: store instances can be opened in other OS processes from
-      ``store_url`` (the suite then supplies ``store_url`` to child processes).
+      ``store_url`` (the suite then supplies ``store_url`` to child processes); for a
+      coordinator, the harness's ``worker_process()`` says how a worker in another
+      process joins its transport.
     * ``transport_failure``: a coordinator harness can break and restore the transport.
     * ``raw_injection``: a coordinator harness can inject a raw payload into a node.
     * ``pre_registration_buffer``: a coordinator buffers hints received before a listener.

@@ -1,5 +1,7 @@
-"""An end-to-end check for coordinator packages: an idle worker in another process wakes
-at once when a job is enqueued here.
+"""An end-to-end check: an idle worker in another process wakes at once when a job is
+enqueued here. It implements the coordinator suite's contract
+``test_an_idle_worker_in_another_process_wakes_at_once`` (configured by the harness's
+``worker_process()``); packages call it directly only for paths no harness covers.
 
 The worker polls once at start, then not again for 20 s (its burst interval; its ceiling
 is 60 s), so a job that starts within ``timeout`` seconds proves the coordinator's wakeup

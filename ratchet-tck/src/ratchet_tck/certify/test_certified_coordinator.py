@@ -2,7 +2,8 @@
 
 The plugin's ``tck_harness`` (when it names one) builds the harness with full failure
 control; otherwise the coordinators are created through the plugin factory with the
-configuration of this environment, and the failure contracts are N/A.
+configuration of this environment, the failure contracts are N/A, and the wakeup contract's
+worker process inherits this environment (so it selects the same coordinator).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ratchet import RatchetOptions
 from ratchet._imports import resolve_reference
 from ratchet.plugins import CoordinatorPlugin, PluginRegistry
 from ratchet.spi import ClusterCoordinator, JobStore
-from ratchet_tck import Capabilities, ClusterCoordinatorSuite, CoordinatorHarness
+from ratchet_tck import Capabilities, ClusterCoordinatorSuite, CoordinatorHarness, WorkerProcess
 
 NAME = os.environ.get("RATCHET_TCK_COORDINATOR", "")
 STORE_URL = os.environ.get("RATCHET_TCK_STORE_URL") or "memory://"
@@ -44,13 +45,21 @@ class FactoryHarness(CoordinatorHarness):
         coordinator: ClusterCoordinator = self.factory(self.options, self.store, node_id)
         return coordinator
 
+    def worker_process(self) -> WorkerProcess:
+        probe = self.create("ratchet-tck-probe")
+        probe.close()
+        shared = None if STORE_URL.startswith("memory:") else STORE_URL
+        return WorkerProcess(
+            coordinator=NAME, coordinator_class=type(probe).__name__, store_url=shared
+        )
+
     def close(self) -> None:
         self.store.close()
 
 
 def _harness_and_capabilities() -> tuple[type[CoordinatorHarness] | None, Capabilities]:
     if PLUGIN is None or PLUGIN.tck_harness is None:
-        return None, Capabilities()
+        return None, Capabilities(separate_processes=True)
     harness = resolve_reference(PLUGIN.tck_harness)
     return harness, getattr(harness, "capabilities", Capabilities())
 

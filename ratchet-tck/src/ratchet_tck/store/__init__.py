@@ -21,19 +21,28 @@
 from __future__ import annotations
 
 from ratchet_tck.store._base import StoreSuiteBase, new_job, run_concurrently
+from ratchet_tck.store.atomicity import AtomicityContracts
 from ratchet_tck.store.batch import BatchCompletionContracts
 from ratchet_tck.store.claim import ClaimContracts
 from ratchet_tck.store.cluster import LockContracts, NodeContracts, RecoveryContracts
 from ratchet_tck.store.crud import CrudContracts
+from ratchet_tck.store.exactness import ExactMatchContracts
 from ratchet_tck.store.keys import BusinessKeyContracts, IdempotencyKeyContracts
+from ratchet_tck.store.leases import LeaseContracts
+from ratchet_tck.store.neighbours import CutOffContracts, NeighbouringStateContracts
 from ratchet_tck.store.outcomes import FencingContracts, OutcomeContracts
+from ratchet_tck.store.races import RaceContracts
 from ratchet_tck.store.retention import ArchiveContracts, RecurringContracts
+from ratchet_tck.store.times import DatabaseClockContracts, TimePrecisionContracts
 
 __all__ = ["JobStoreSuite", "StoreSuiteBase", "new_job", "run_concurrently"]
 
 
 class JobStoreSuite(
     CrudContracts,
+    AtomicityContracts,
+    TimePrecisionContracts,
+    DatabaseClockContracts,
     ClaimContracts,
     FencingContracts,
     BatchCompletionContracts,
@@ -41,9 +50,14 @@ class JobStoreSuite(
     OutcomeContracts,
     IdempotencyKeyContracts,
     BusinessKeyContracts,
+    ExactMatchContracts,
     LockContracts,
+    LeaseContracts,
     RecoveryContracts,
+    RaceContracts,
     RecurringContracts,
+    NeighbouringStateContracts,
     ArchiveContracts,
+    CutOffContracts,
 ):
     """Every store contract, CORE to ADVANCED."""

@@ -5,19 +5,33 @@ N/A for stores without the capability: the worker then records each success alon
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import fields
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
 from ratchet.spi import (
     Completion,
     ExecutionStatus,
+    Job,
     JobStatus,
     JobStore,
     SupportsBatchCompletion,
 )
 from ratchet_tck._contract import Level, contract
 from ratchet_tck.store._base import NA_PREFIX, StoreFactory, StoreSuiteBase, run_concurrently
+
+# Fields that differ between two jobs by nature (times compare by presence).
+_OWN_PER_JOB = {"id"}
+_SLACK = timedelta(seconds=1)
+
+
+def _comparable(value: Any) -> Any:
+    """Times compare by presence only (the moments differ); everything else as it is."""
+    return value is not None if isinstance(value, datetime) else value
 
 
 def batch_store(store: JobStore) -> SupportsBatchCompletion:
@@ -102,6 +116,55 @@ class BatchCompletionContracts(StoreSuiteBase):
             assert [e.status for e in store.list_executions(job.id)] == [ExecutionStatus.SUCCEEDED]
             self.enqueue(store, business_key=job.business_key)  # the key is free again
         assert batch.complete_jobs([done(j.id, j.claim_seq) for j in jobs]) == [False] * 3
+
+    @contract("batch completion", Level.CORE)
+    def test_a_batched_completion_stores_what_complete_job_stores(self, store: JobStore) -> None:
+        """Two identical claims, one completed by ``complete_job`` and one by
+        ``complete_jobs`` with the same result: the two rows agree field by field (status,
+        attempts, result, result type, owner, error, crash count, claim sequence, tags,
+        which times are set) and so do their execution records; each finish time lies in
+        the database-clock window of its write.
+
+        On failure: the batch statement was written separately from the single one and
+        misses a column (the result type, the finish time, ``attempts + 1``, the owner).
+        """
+        batch = batch_store(store)
+        result = json.dumps({"answer": [42, "é"], "none": None}, ensure_ascii=False)
+        claims = [self.running(store, tags=("same",), params={"p": 1}) for _ in range(2)]
+        before = store.database_time()
+        assert store.complete_job(
+            claims[0].id, claims[0].claim_seq, result_json=result, result_type="builtins.dict"
+        )
+        assert batch.complete_jobs(
+            [
+                Completion(
+                    job_id=claims[1].id,
+                    claim_seq=claims[1].claim_seq,
+                    result_json=result,
+                    result_type="builtins.dict",
+                )
+            ]
+        ) == [True]
+        after = store.database_time()
+        single, batched = (self.get(store, claim.id) for claim in claims)
+        differing = {
+            name: (getattr(single, name), getattr(batched, name))
+            for name in (f.name for f in fields(Job))
+            if name not in _OWN_PER_JOB
+            and _comparable(getattr(single, name)) != _comparable(getattr(batched, name))
+        }
+        assert not differing, f"complete_job vs complete_jobs: {differing}"
+        executions = [
+            [
+                (e.claim_seq, e.attempt, e.node_id, e.status, e.message, e.finished_at is not None)
+                for e in store.list_executions(claim.id)
+            ]
+            for claim in claims
+        ]
+        assert executions[0] == executions[1], "the execution records differ"
+        for job in (single, batched):
+            assert job.finished_at is not None
+            assert before - _SLACK <= job.finished_at <= after + _SLACK, "finish time off the clock"
 
     @contract("batch completion", Level.ADVANCED)
     def test_a_batch_racing_a_takeover_never_records_both(self, stores: StoreFactory) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import textwrap
 import time
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 
@@ -115,6 +117,61 @@ class ClaimContracts(StoreSuiteBase):
         normal = self.enqueue(store, priority=2, scheduled_at=self.past(store, 120))
         claimed = store.claim_due_jobs(node_id="n", limit=2, priority_boost_seconds=100)
         assert [j.id for j in claimed] == [normal, high]
+
+    @pytest.mark.parametrize("boost", [0, 100])
+    @contract("claim.order", Level.CORE)
+    def test_order_holds_when_the_limit_is_far_below_the_backlog(
+        self, store: JobStore, boost: int
+    ) -> None:
+        """40 due jobs over five levels, enqueued in shuffled order, with ties in scheduled
+        time, drained in claims of 3: the claims, concatenated, are in claim order, with
+        ageing off and with a 100 s boost (every job waited a whole number of boosts plus
+        a half, so its effective priority is certain).
+
+        On failure: the claim takes the first ``limit`` due rows in storage or id order and
+        sorts only those, or limits each level's candidates to less than ``limit``.
+        """
+        now = store.database_time()
+        jobs = []
+        for priority in range(5):
+            for waited in range(4):
+                for twin in range(2):  # two jobs per due time: the id breaks the tie
+                    scheduled = now - timedelta(seconds=waited * 100 + 50)
+                    jobs.append((priority, waited, scheduled, f"{9 - twin}-{new_job().id}"))
+        random.Random(13).shuffle(jobs)
+        for priority, _waited, scheduled, job_id in jobs:
+            self.enqueue(store, id=job_id, priority=priority, scheduled_at=scheduled)
+        expected = [
+            job_id
+            for *_, job_id in sorted(
+                jobs, key=lambda j: (-(j[0] + (j[1] if boost else 0)), j[2], j[3])
+            )
+        ]
+        claimed: list[str] = []
+        while batch := store.claim_due_jobs(node_id="n", limit=3, priority_boost_seconds=boost):
+            assert len(batch) <= 3
+            claimed += [job.id for job in batch]
+        assert claimed == expected
+
+    @contract("claim.order", Level.CORE)
+    def test_order_within_one_level_under_a_small_limit(self, store: JobStore) -> None:
+        """30 due NORMAL jobs, enqueued newest first with ids rising as they get older,
+        drained in claims of 4: oldest due time first, ties (three jobs per due time) by id.
+
+        On failure: within a level the claim orders by id or insertion order instead of
+        ``scheduled_at, id``.
+        """
+        now = store.database_time()
+        jobs = [
+            (now - timedelta(seconds=10 * (n // 3) + 1), f"{n:02d}-{new_job().id}")
+            for n in range(30)
+        ]
+        for scheduled, job_id in jobs:
+            self.enqueue(store, id=job_id, priority=2, scheduled_at=scheduled)
+        claimed: list[str] = []
+        while batch := store.claim_due_jobs(node_id="n", limit=4, priority_boost_seconds=0):
+            claimed += [job.id for job in batch]
+        assert claimed == [job_id for _, job_id in sorted(jobs)]
 
     @contract("claim.clock", Level.CORE)
     def test_due_time_is_judged_by_the_database_clock(

@@ -8,7 +8,14 @@ from functools import partial
 
 import pytest
 
-from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, ExecutionStatus, JobStatus, JobStore
+from ratchet.spi import (
+    ORPHAN_RECOVERED_MESSAGE,
+    UNSTARTED_RECOVERED_MESSAGE,
+    ClaimedJob,
+    ExecutionStatus,
+    JobStatus,
+    JobStore,
+)
 from ratchet_tck._contract import Level, contract
 from ratchet_tck.store._base import StoreFactory, StoreSuiteBase, raised, run_concurrently
 
@@ -227,7 +234,8 @@ class RecoveryContracts(StoreSuiteBase):
         for job in (first, second):
             got = self.get(store, job.id)
             assert (got.status, got.crash_count, got.attempts) == (JobStatus.PENDING, 0, 0)
-            assert store.list_executions(job.id)[0].message == "bye"
+            [execution] = store.list_executions(job.id)
+            assert (execution.status, execution.message) == (ExecutionStatus.RELEASED, "bye")
         assert self.get(store, other.id).status is JobStatus.RUNNING
         assert not store.complete_job(first.id, first.claim_seq, result_json=None, result_type=None)
 
@@ -238,3 +246,97 @@ class RecoveryContracts(StoreSuiteBase):
         time.sleep(GRACE + 0.2)
         store.close_stale_executions(grace_seconds=GRACE, message="stale", limit=500)
         assert store.list_executions(job.id)[0].status is ExecutionStatus.RUNNING
+
+    def _claim_three(self, store: JobStore, node: str, start_now: int) -> list[ClaimedJob]:
+        """Three overdue CRITICAL jobs claimed at once by ``node``, ``start_now`` of them
+        started by the claim."""
+        ids = [
+            self.enqueue(store, priority=4, scheduled_at=self.past(store, 3600 - n))
+            for n in range(3)
+        ]
+        claimed = store.claim_due_jobs(
+            node_id=node, limit=3, priority_boost_seconds=0, start_now=start_now
+        )
+        assert [job.id for job in claimed] == ids, "the claim did not return claim order"
+        return claimed
+
+    @contract("recovery", Level.ADVANCED)
+    def test_claims_made_ahead_are_recovered_without_charge(self, store: JobStore) -> None:
+        """A claim with ``start_now=1`` records the start of its first job only. When the
+        node dies, that job is charged (and, with a limit of 0, exhausted); the two jobs
+        that only waited, claimed ahead, go back to PENDING with ``crash_count`` 0, one
+        more ``redeliveries``, and their executions closed RELEASED.
+
+        On failure: the claim must set ``started_seq`` only for the first ``start_now``
+        jobs in claim order, and recovery must charge only ``started_seq = claim_seq``.
+        """
+        store.register_node("dead")
+        started, *waiting = self._claim_three(store, "dead", start_now=1)
+        assert [job.start_recorded for job in (started, *waiting)] == [True, False, False]
+        assert {job.redeliveries for job in (started, *waiting)} == {0}
+        time.sleep(GRACE + 0.2)
+        recovery = store.recover_orphans(grace_seconds=GRACE, max_crash_redeliveries=0, limit=10)
+        assert (recovery.reset, recovery.exhausted) == (2, ((started.id, started.claim_seq),))
+        for job in waiting:
+            got = self.get(store, job.id)
+            assert (got.status, got.crash_count, got.attempts) == (JobStatus.PENDING, 0, 0)
+            [execution] = store.list_executions(job.id)
+            assert (execution.status, execution.message) == (
+                ExecutionStatus.RELEASED,
+                UNSTARTED_RECOVERED_MESSAGE,
+            )
+        again = {job.id: job for job in self.claim_all(store, "next")}
+        assert {again[job.id].redeliveries for job in waiting} == {1}
+
+    @contract("recovery", Level.ADVANCED)
+    def test_a_start_recorded_later_is_charged(self, store: JobStore) -> None:
+        """``mark_started`` records the start of a job claimed ahead (``True``, also when
+        repeated); recovery then charges it like any started claim and exhausts it at the
+        limit. A stale ``claim_seq`` or a job that is not RUNNING marks nothing (``False``).
+
+        On failure: ``mark_started`` must set ``started_seq = claim_seq`` guarded by
+        ``status = 'RUNNING' AND claim_seq = :claim_seq``, returning the matched-row count.
+        """
+        store.register_node("dead")
+        self.enqueue(store, priority=4, scheduled_at=self.past(store, 3600))
+        [job] = store.claim_due_jobs(node_id="dead", limit=1, priority_boost_seconds=0, start_now=0)
+        assert not job.start_recorded
+        assert store.mark_started(job.id, job.claim_seq) is True
+        assert store.mark_started(job.id, job.claim_seq) is True
+        assert store.mark_started(job.id, job.claim_seq + 1) is False
+        time.sleep(GRACE + 0.2)
+        recovery = store.recover_orphans(grace_seconds=GRACE, max_crash_redeliveries=1, limit=10)
+        assert recovery.reset == 1
+        got = self.get(store, job.id)
+        assert (got.status, got.crash_count) == (JobStatus.PENDING, 1)
+        [execution] = store.list_executions(job.id)
+        assert execution.status is ExecutionStatus.FAILED
+        assert store.mark_started(job.id, job.claim_seq) is False, "marked a PENDING job"
+        [again] = store.claim_due_jobs(
+            node_id="dead", limit=1, priority_boost_seconds=0, start_now=0
+        )
+        assert again.redeliveries == 1 and store.mark_started(again.id, again.claim_seq)
+        time.sleep(GRACE + 0.2)
+        exhausted = store.recover_orphans(grace_seconds=GRACE, max_crash_redeliveries=1, limit=10)
+        assert exhausted.exhausted == ((job.id, again.claim_seq),)
+
+    @contract("recovery", Level.ADVANCED)
+    def test_a_restart_charges_only_started_claims(self, store: JobStore) -> None:
+        """``recover_node_claims`` follows the same rule: of a restarting node's claims,
+        the started one is charged, the ones claimed ahead are reset with no charge."""
+        started, *waiting = self._claim_three(store, "me", start_now=1)
+        recovery = store.recover_node_claims("me", max_crash_redeliveries=3, limit=10)
+        assert recovery.reset == 3
+        assert self.get(store, started.id).crash_count == 1
+        assert [self.get(store, job.id).crash_count for job in waiting] == [0, 0]
+
+    @contract("recovery", Level.ADVANCED)
+    def test_crash_limit_dead_letter_uses_no_attempt(self, store: JobStore) -> None:
+        """``fail_job(..., count_attempt=False)`` dead-letters a claim with ``attempts``
+        unchanged (no attempt of a job that only ever crashed finished); the default
+        counts one."""
+        crashed, ordinary = self.running(store), self.running(store)
+        assert store.fail_job(crashed.id, crashed.claim_seq, error="crashes", count_attempt=False)
+        assert store.fail_job(ordinary.id, ordinary.claim_seq, error="bug")
+        assert [self.get(store, j.id).attempts for j in (crashed, ordinary)] == [0, 1]
+        assert self.get(store, crashed.id).status is JobStatus.FAILED

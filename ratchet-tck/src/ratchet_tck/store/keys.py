@@ -129,7 +129,9 @@ class BusinessKeyContracts(StoreSuiteBase):
             self.enqueue(store, business_key="k")
 
     @contract("business-keys", Level.BEHAVIORAL)
-    def test_concurrent_enqueues_with_one_key_have_one_winner(self, stores: StoreFactory) -> None:
+    def test_concurrent_enqueues_with_one_business_key_have_one_winner(
+        self, stores: StoreFactory
+    ) -> None:
         """Eight store instances enqueue the same business key at once: exactly one wins."""
         nodes = [stores() for _ in range(8)]
         results = run_concurrently(

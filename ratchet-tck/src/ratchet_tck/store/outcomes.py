@@ -130,7 +130,7 @@ class OutcomeContracts(StoreSuiteBase):
     @contract("outcomes", Level.BEHAVIORAL)
     def test_release_charges_nothing(self, store: JobStore) -> None:
         """A released claim is PENDING and due, with attempts and crash count unchanged; its
-        execution closes FAILED with the given message."""
+        execution closes RELEASED (not FAILED: nothing went wrong) with the given message."""
         job = self.running(store)
         assert store.release_claim(job.id, job.claim_seq, message="shutting down")
         got = self.get(store, job.id)
@@ -141,7 +141,7 @@ class OutcomeContracts(StoreSuiteBase):
             None,
         )
         [execution] = store.list_executions(job.id)
-        assert (execution.status, execution.message) == (ExecutionStatus.FAILED, "shutting down")
+        assert (execution.status, execution.message) == (ExecutionStatus.RELEASED, "shutting down")
         assert self.claim(store, job.id).attempt == 1
 
     @contract("outcomes", Level.BEHAVIORAL)

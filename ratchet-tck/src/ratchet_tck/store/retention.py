@@ -116,6 +116,38 @@ class RecurringContracts(StoreSuiteBase):
         assert store.last_recurring_fire("other") is None
 
     @contract("recurring", Level.ADVANCED)
+    def test_a_fired_instant_never_fires_again_after_delete_and_save(self, store: JobStore) -> None:
+        """A schedule fires one instant and skips the next; it is deleted and saved again
+        (and then replaced): neither instant fires again, ``last_recurring_fire`` still
+        reports the skipped one, and the following instant fires.
+
+        On failure: deleting or replacing the definition deletes its fire records (they
+        must outlive it: the same id saved again is the same schedule), or fires are
+        keyed on something the re-save changes (the definition's row id, ``created_at``).
+        """
+        definition = RecurringDefinition(id="cycle", cron="* * * * *", name="n", target="m:f")
+        store.save_recurring(definition)
+        fired = new_job(recurring_id="cycle", business_key="cycle")
+        assert store.enqueue_recurring_fire(fired, fire_time=FIRE)
+        claimed = self.claim(store, fired.id)
+        store.complete_job(fired.id, claimed.claim_seq, result_json=None, result_type=None)
+        skipped = FIRE + timedelta(minutes=1)
+        assert store.skip_recurring_fire("cycle", skipped)
+        assert store.delete_recurring("cycle")
+        store.save_recurring(definition)
+        store.save_recurring(replace(definition, cron="*/1 * * * *"))
+        for instant in (FIRE, skipped):
+            again = new_job(recurring_id="cycle", business_key="cycle")
+            assert not store.enqueue_recurring_fire(again, fire_time=instant), (
+                f"instant {instant} fired again after the schedule was deleted and saved"
+            )
+            assert store.get_job(again.id) is None
+            assert not store.skip_recurring_fire("cycle", instant)
+        assert store.last_recurring_fire("cycle") == skipped
+        following = new_job(recurring_id="cycle", business_key="cycle")
+        assert store.enqueue_recurring_fire(following, fire_time=FIRE + timedelta(minutes=2))
+
+    @contract("recurring", Level.ADVANCED)
     def test_cancel_by_business_key_and_by_tag(self, store: JobStore) -> None:
         """``cancel_by_business_key`` and ``cancel_by_tag`` cancel PENDING jobs only and
         count them; running jobs and other tags are untouched."""

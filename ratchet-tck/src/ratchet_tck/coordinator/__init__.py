@@ -1,0 +1,66 @@
+"""The ClusterCoordinator conformance suite.
+
+Implementers subclass :class:`ClusterCoordinatorSuite` and supply a ``coordinator_harness``
+fixture returning a :class:`CoordinatorHarness` for their transport::
+
+    class TestMyCoordinator(ClusterCoordinatorSuite):
+        capabilities = Capabilities(
+            transport_failure=True, raw_injection=True, separate_processes=True
+        )
+
+        @pytest.fixture
+        def coordinator_harness(self, broker):
+            harness = MyHarness(broker)
+            yield harness
+            harness.close()
+
+Coordinators must expose ``metrics() -> ratchet.spi.CoordinatorMetrics`` (the
+:class:`ratchet.spi.BroadcastClusterCoordinator` base does). The contracts follow the
+original Ratchet coordinator kit (17 required, 2 optional) and add one end to end: a hint
+wakes an idle worker in another OS process.
+"""
+
+from __future__ import annotations
+
+from ratchet_tck.coordinator._base import (
+    CoordinatorHarness,
+    CoordinatorSuiteBase,
+    RecordingListener,
+    WorkerProcess,
+    metrics_of,
+    processed_count,
+    wait_until_processed,
+)
+from ratchet_tck.coordinator.buffer import MAX_BUFFERED, BufferContracts
+from ratchet_tck.coordinator.delivery import DeliveryContracts, EnvelopeContracts
+from ratchet_tck.coordinator.lifecycle import (
+    LifecycleContracts,
+    ListenerContracts,
+    MetricsContracts,
+)
+from ratchet_tck.coordinator.transport import TransportContracts, WakeupContracts
+
+__all__ = [
+    "MAX_BUFFERED",
+    "ClusterCoordinatorSuite",
+    "CoordinatorHarness",
+    "CoordinatorSuiteBase",
+    "RecordingListener",
+    "WorkerProcess",
+    "metrics_of",
+    "processed_count",
+    "wait_until_processed",
+]
+
+
+class ClusterCoordinatorSuite(
+    DeliveryContracts,
+    EnvelopeContracts,
+    ListenerContracts,
+    LifecycleContracts,
+    MetricsContracts,
+    TransportContracts,
+    WakeupContracts,
+    BufferContracts,
+):
+    """Every coordinator contract, CORE to ADVANCED."""
