@@ -1,12 +1,13 @@
 """A worker process for the multi-process cluster tests (run as a script, never imported).
 
     python cluster_worker.py STORE_URL RECORD_FILE [--concurrency N] [--cron]
-                             [--guard-off fence|heartbeat] [--slow-fire SECONDS]
+                             [--guard-off fence|heartbeat|start] [--slow-fire SECONDS]
 
 Jobs append one line per execution to RECORD_FILE: the independent record the tests
 compare with the store. ``--guard-off`` switches one safety guard off, for the negative
 controls: ``fence`` completes whatever claim the job holds now; ``heartbeat`` makes orphan
-recovery treat every node as dead.
+recovery treat every node as dead; ``start`` makes every claim record its jobs' start,
+including those claimed ahead (so a crash charges them all).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def main() -> None:
     parser.add_argument("record")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--cron", action="store_true")
-    parser.add_argument("--guard-off", choices=["fence", "heartbeat"])
+    parser.add_argument("--guard-off", choices=["fence", "heartbeat", "start"])
     parser.add_argument("--slow-fire", type=float, default=0.0)
     args = parser.parse_args()
 
@@ -53,6 +54,11 @@ def main() -> None:
         time.sleep(first_claim_seconds if claim == 1 else later_claim_seconds)
         record(f"ran {n} claim={claim} pid={os.getpid()}")
         return {"pid": os.getpid(), "claim": claim}
+
+    @app.job(name="quick", max_retries=0)
+    def quick(n: int) -> None:
+        time.sleep(0.02)
+        record(f"quick {n}")
 
     @app.job(name="poison", max_retries=5)
     def poison() -> None:
@@ -95,6 +101,14 @@ def main() -> None:
             return recover(**kwargs)
 
         store.recover_orphans = recover_ignoring_heartbeats
+    elif args.guard_off == "start":
+        claim = store.claim_due_jobs
+
+        def claim_recording_every_start(**kwargs: Any) -> Any:
+            kwargs.pop("start_now", None)
+            return claim(**kwargs)
+
+        store.claim_due_jobs = claim_recording_every_start
     if args.slow_fire:
         fire = store.enqueue_recurring_fire
 

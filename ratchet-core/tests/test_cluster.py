@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet import JobStatus, Ratchet
-from ratchet.spi import DRAIN_RELEASED_MESSAGE
+from ratchet import Job, JobStatus, Ratchet
+from ratchet.spi import DRAIN_RELEASED_MESSAGE, TERMINAL_STATUSES, UNSTARTED_RECOVERED_MESSAGE
 
 pytestmark = pytest.mark.slow
 
@@ -157,7 +157,7 @@ def cluster(store_url: str, tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
 
 def client(store_url: str) -> Ratchet:
     app = Ratchet(store_url, coordinator="none")
-    for name, retries in (("chaos", 0), ("long", 0), ("poison", 5)):
+    for name, retries in (("chaos", 0), ("long", 0), ("poison", 5), ("quick", 0)):
         app.job(name=name, max_retries=retries)(lambda *a, **k: None)
     return app
 
@@ -298,11 +298,64 @@ def test_poison_job_dead_letters_after_the_redelivery_limit(
 
     wait_until(supervise(poison_id, JobStatus.FAILED), 60, "the poison job to be dead-lettered", c)
     job = app.get_job(poison_id)
-    assert job is not None and job.crash_count == 2 and job.attempts == 1
+    # Crash recovery uses no attempts, and neither does the crash-limit dead letter.
+    assert job is not None and job.crash_count == 2 and job.attempts == 0
     assert "Crash redelivery limit reached" in (job.last_error or "")
     assert len(c.lines("poison")) == 3  # the first run and two redeliveries
     healthy = app.enqueue("chaos", 1)
     wait_until(supervise(healthy, JobStatus.SUCCEEDED), 30, "a healthy job afterwards", c)
+
+
+def _poison_among_quick_jobs(c: Cluster, store_url: str, *flags: str) -> list[Job]:
+    """One worker (concurrency 1, restarted when it dies) drains quick jobs with a poison
+    job in their middle, so the poison job is claimed with quick neighbours claimed ahead
+    behind it. Returns the quick jobs once everything has finished."""
+    app = client(store_url)
+    before = [app.enqueue("quick", n) for n in range(25)]
+    poison_id = app.enqueue("poison")
+    after = [app.enqueue("quick", n) for n in range(25, 50)]
+    workers = [c.start("--concurrency", "1", *flags)]
+
+    def everything_finished() -> bool:
+        if workers[0].poll() is not None:
+            workers[0] = c.start("--concurrency", "1", *flags)  # a process supervisor
+        jobs = [app.get_job(i) for i in (*before, poison_id, *after)]
+        return all(j is not None and j.status in TERMINAL_STATUSES for j in jobs)
+
+    wait_until(everything_finished, 90, "every job to finish", c)
+    assert app.get_job(poison_id).status is JobStatus.FAILED  # type: ignore[union-attr]
+    return [app.get_job(i) for i in (*before, *after)]  # type: ignore[misc]
+
+
+def test_a_poison_job_charges_no_crash_to_neighbours_claimed_ahead(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """Quick jobs claimed ahead behind a job that kills its worker had not started when
+    the worker died: recovery gives them back with no crash charged, so they all succeed,
+    while the poison job is dead-lettered at its limit. (Successes are written by the job
+    thread here: a success still queued for the background writer when the node dies is
+    lost, and that job, which did start, is rightly charged.)"""
+    c = cluster(RATCHET_NODE_MAX_CRASH_REDELIVERIES="1", RATCHET_COMPLETION_BATCH_SIZE="1")
+    quick = _poison_among_quick_jobs(c, store_url)
+    assert [job.status for job in quick] == [JobStatus.SUCCEEDED] * len(quick)
+    assert [job.crash_count for job in quick] == [0] * len(quick)
+    app = client(store_url)
+    waited = [
+        job.id
+        for job in quick
+        if any(e.message == UNSTARTED_RECOVERED_MESSAGE for e in app.executions(job.id))
+    ]
+    assert waited, "no quick job was claimed ahead behind the poison job: scenario not exercised"
+
+
+def test_negative_control_charging_every_claim_charges_the_neighbours(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """The same run with every claim recording its jobs' start (claimed ahead or not):
+    the neighbours waiting behind the poison job are charged its crashes."""
+    c = cluster(RATCHET_NODE_MAX_CRASH_REDELIVERIES="1", RATCHET_COMPLETION_BATCH_SIZE="1")
+    quick = _poison_among_quick_jobs(c, store_url, "--guard-off", "start")
+    assert any(job.crash_count > 0 for job in quick), "neighbours should have been charged"
 
 
 def test_three_schedulers_and_a_slow_one_fire_each_instant_once(

@@ -94,7 +94,8 @@ def test_available_coordinator_activates_and_receives_enqueue_hints() -> None:
 
 
 def test_configured_coordinator_wins_and_none_disables() -> None:
-    registry = registry_with(plugin("a", "available", rank=1), plugin("b", "unavailable"))
+    # A configured coordinator must be available (test_operations covers one that is not).
+    registry = registry_with(plugin("a", "available", rank=1), plugin("b", "available", rank=50))
     app = Ratchet("memory://", plugins=registry, coordinator="b")
     assert isinstance(app.coordinator, RecordingCoordinator)
     assert "RATCHET_COORDINATOR='b'" in app.coordinator_reason

@@ -42,7 +42,7 @@ def test_selected_by_configuration(
     app = Ratchet("memory://")
     try:
         assert isinstance(app.coordinator, HazelcastClusterCoordinator)
-        assert app.coordinator.ready
+        assert app.coordinator.wait_until_ready(10)  # connects in the background
         assert app.coordinator.topic_name == topic
     finally:
         app.close()

@@ -74,7 +74,7 @@ def test_selected_by_configuration(
     app = Ratchet("memory://")
     try:
         assert isinstance(app.coordinator, JmsClusterCoordinator)
-        assert app.coordinator.ready
+        assert app.coordinator.wait_until_ready(10)  # connects in the background
         assert app.coordinator.destination == destination
     finally:
         app.close()

@@ -25,7 +25,7 @@ def test_activates_by_itself_on_a_postgresql_store(
     app = Ratchet(postgresql_url)
     try:
         assert isinstance(app.coordinator, PostgreSQLClusterCoordinator)
-        assert app.coordinator.ready
+        assert app.coordinator.wait_until_ready(10)  # connects in the background
         assert "installed and applicable" in app.coordinator_reason
     finally:
         app.close()
@@ -38,8 +38,10 @@ def test_rejects_a_channel_that_is_not_an_identifier(postgresql_url: str) -> Non
 
 
 def test_idle_worker_in_another_process_wakes_at_once(tmp_path: Path, postgresql_url: str) -> None:
-    """An idle worker (poll ceiling 60 s) in another process runs a job enqueued here
-    within seconds, woken by the coordinator (a liveness bound; latency is benchmarked)."""
+    """An idle worker (poll ceiling 60 s) in another process on a PostgreSQL store runs a
+    job enqueued here within seconds. Unlike the kit's wakeup contract (a SQLite store,
+    hinted through ``RATCHET_PG_COORDINATOR_URL``), the hint here rides in the enqueue's own
+    transaction (``SupportsEnqueueHints``)."""
     channel = f"ratchet_test_{os.getpid()}_{time.monotonic_ns() % 10**9}"
     cleaner = Ratchet(postgresql_url, coordinator="none")
     cleaner.store.reset_for_tests()  # type: ignore[attr-defined]

@@ -1,5 +1,6 @@
 """Ratchet: a persistent, clustered job scheduler.
 
+# myapp.py: the app and its jobs; importing it has no side effects
 from ratchet import Ratchet
 
 app = Ratchet("sqlite:///ratchet.db")
@@ -7,8 +8,8 @@ app = Ratchet("sqlite:///ratchet.db")
 @app.job(max_retries=3)
 def send_receipt(order_id: int) -> None: ...
 
-send_receipt.enqueue(42)
-app.run_worker()
+# a producer: from myapp import send_receipt; send_receipt.enqueue(42)
+# a worker:   ratchet worker myapp:app   (or app.run_worker() in your own process)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ratchet._types import (
     RecurringDefinition,
 )
 from ratchet.errors import (
+    ArgumentsMismatchError,
     ArgumentsNotSerializableError,
     BusinessKeyConflictError,
     DuplicateIdempotencyKeyError,
@@ -38,12 +40,15 @@ from ratchet.errors import (
     RatchetError,
     TargetNotAllowedError,
     UnknownStoreError,
+    ValueOutOfRangeError,
+    WorkerCrashedError,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_STORE_URL",
+    "ArgumentsMismatchError",
     "ArgumentsNotSerializableError",
     "BackoffPolicy",
     "BusinessKeyConflictError",
@@ -68,6 +73,8 @@ __all__ = [
     "RecurringDefinition",
     "TargetNotAllowedError",
     "UnknownStoreError",
+    "ValueOutOfRangeError",
+    "WorkerCrashedError",
     "__version__",
     "current_job",
     "do_not_retry",

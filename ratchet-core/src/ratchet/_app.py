@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import logging
 import os
-import signal
 import threading
 import time
 import weakref
@@ -14,7 +12,16 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from ratchet._codec import encode_arguments
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
-from ratchet._jobs import JobBuilder, JobDefinition, JobFunction, make_definition
+from ratchet._environment import warn_about_unknown_variables
+from ratchet._jobs import (
+    JobBuilder,
+    JobDefinition,
+    JobFunction,
+    check_arguments,
+    make_definition,
+    normalize_tag,
+)
+from ratchet._logs import get_logger
 from ratchet._types import (
     BackoffPolicy,
     Execution,
@@ -48,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_STORE_URL", "Ratchet"]
 
-log = logging.getLogger("ratchet")
+log = get_logger("ratchet")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -56,16 +63,39 @@ R = TypeVar("R")
 DEFAULT_STORE_URL = "sqlite:///ratchet.db"
 
 
+def _plugin_names(registry: PluginRegistry) -> set[str]:
+    """Entry-point, store and coordinator names: each may read ``RATCHET_<NAME>_*``."""
+    names = {plugin.name for plugin in registry.plugins}
+    names.update(store.name for store in registry.store_plugins().values())
+    names.update(coordinator.name for coordinator in registry.coordinator_plugins())
+    return names
+
+
 class _RegisteredJobsPolicy:
     """Registered jobs by target, then the configured allowlist (or a user policy)."""
 
     def __init__(self, app: Ratchet, extra: ClassPolicy) -> None:
+        for method in ("is_allowed", "is_allowed_definition"):
+            if not callable(getattr(extra, method, None)):
+                raise TypeError(
+                    f"class_policy {extra!r} has no {method}() method; a ClassPolicy needs "
+                    "is_allowed(target) and is_allowed_definition(definition) (see "
+                    "ratchet.spi.ClassPolicy). Subclass ModuleAllowlistClassPolicy or add it."
+                )
         self._app = app
         self._extra = extra
 
     def is_allowed(self, target: str) -> bool:
         registered = any(d.target == target for d in self._app.registry.values())
         return registered or self._extra.is_allowed(target)
+
+    def is_allowed_definition(self, definition: str) -> bool:
+        # A registered job's function, or a class on the way to it (pkg:Tasks.run).
+        registered = any(
+            d.target == definition or d.target.startswith(definition + ".")
+            for d in self._app.registry.values()
+        )
+        return registered or self._extra.is_allowed_definition(definition)
 
 
 class Ratchet:
@@ -97,6 +127,7 @@ class Ratchet:
         self.plugins = plugins or PluginRegistry.load(
             disabled=",".join(self.options.disabled_plugins) or None
         )
+        warn_about_unknown_variables(os.environ, _plugin_names(self.plugins))
         self.store_url: str | None = None
         if isinstance(store, JobStore):
             self.store: JobStore = store
@@ -118,7 +149,12 @@ class Ratchet:
         self._workers_lock = threading.Lock()
         self.coordinator_reason = "given to Ratchet()"
         if coordinator is None:
-            coordinator = self._choose_coordinator()
+            try:
+                coordinator = self._choose_coordinator()
+            except BaseException:  # a coordinator configured but unusable: ConfigurationError
+                if self.store_url is not None:  # opened here, so closed here
+                    self.store.close()
+                raise
         self.coordinator = coordinator
         self.coordinator.register_wakeup_listener(self._on_wakeup_hint)
 
@@ -128,6 +164,10 @@ class Ratchet:
         return cls(None, **kwargs)
 
     def _choose_coordinator(self) -> ClusterCoordinator:
+        """The coordinator by :meth:`PluginRegistry.choose_coordinator`, the decision
+        ``ratchet plugins`` reports too. Raises ConfigurationError for a configured
+        coordinator that cannot be used; never waits for its server (plugin factories
+        return at once and connect in the background while nodes poll)."""
         plugin, why, _unavailable = self.plugins.choose_coordinator(self.options, self.store)
         self.coordinator_reason = why
         if plugin is None:
@@ -309,6 +349,7 @@ class Ratchet:
         misfire: str,
         source: str,
     ) -> RecurringDefinition:
+        check_arguments(job, args, kwargs)
         args_json, kwargs_json = encode_arguments(
             job.name, args, kwargs, {}, max_bytes=self.options.max_payload_bytes
         )
@@ -339,14 +380,19 @@ class Ratchet:
 
     def cancel_recurring_by_business_key(self, key: str) -> int:
         """Stop the recurring schedule ``key`` and cancel its pending fire; returns the
-        number of schedules stopped (0 or 1). A running fire finishes normally."""
+        number of schedules stopped (0 or 1). A running fire finishes normally.
+
+        A schedule from ``@app.recurring`` (``source == "decorator"``) is saved again when
+        a worker of an application that still has the decorator starts: remove the
+        decorator to stop it for good."""
         removed = self.store.delete_recurring(key)
         self.store.cancel_by_business_key(key)
         return int(removed)
 
     def cancel_recurring_by_tag(self, tag: str) -> int:
-        """Stop every recurring schedule tagged ``tag`` (and cancel their pending fires)."""
-        tag = tag.strip().lower()
+        """Stop every recurring schedule tagged ``tag`` (and cancel their pending fires).
+        ``tag`` is normalised as stored tags are (``"Ops"`` finds ``ops``)."""
+        tag = normalize_tag(tag)
         stopped = 0
         for definition in self.store.list_recurring():
             if tag in definition.tags:
@@ -444,6 +490,7 @@ class Ratchet:
 
     def _new_job(self, builder: JobBuilder) -> NewJob:
         definition = builder.definition
+        check_arguments(definition, builder.args, builder.kwargs)
         args_json, kwargs_json = encode_arguments(
             definition.name,
             builder.args,
@@ -483,8 +530,12 @@ class Ratchet:
     def list_jobs(
         self, status: JobStatus | str | None = None, tag: str | None = None, limit: int = 100
     ) -> list[Job]:
+        """Jobs, newest first, at most ``limit``; ``tag`` is normalised as stored tags are
+        (stripped, lower-cased: ``"Billing"`` finds jobs tagged ``billing``)."""
         return self.store.list_jobs(
-            status=JobStatus(status) if status is not None else None, tag=tag, limit=limit
+            status=JobStatus(status) if status is not None else None,
+            tag=normalize_tag(tag) if tag is not None else None,
+            limit=limit,
         )
 
     def executions(self, job_id: str) -> list[Execution]:
@@ -515,37 +566,48 @@ class Ratchet:
     ) -> None:
         """Run a worker until SIGINT or SIGTERM, then drain in order and return.
 
-        With ``progress_seconds``, log a progress line that often when anything changed.
+        The first signal drains: running jobs get up to the shutdown timeout to finish. A
+        second signal cuts the drain short: the claims of the jobs still running are
+        released at once, to run again elsewhere. With ``progress_seconds``, log a
+        progress line that often when anything changed. When a background thread of the
+        worker dies, the worker drains and this raises WorkerCrashedError.
         """
-        stop = threading.Event()
+        from ratchet._engine.drain_signals import DrainSignals
 
-        def on_signal(signum: int, _frame: object) -> None:
-            log.info("Received %s; draining.", signal.Signals(signum).name)
-            stop.set()
-
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
+        with DrainSignals().installed() as signals:
             with self.worker(concurrency=concurrency) as worker:
+                signals.attach(worker)
                 last_report, last_line = time.monotonic(), ""
-                while not stop.wait(0.5):
+                while not signals.drain_requested.wait(0.5) and worker.crash is None:
                     if progress_seconds and time.monotonic() - last_report >= progress_seconds:
                         last_report, line = time.monotonic(), worker.summary()
                         if line != last_line:
                             log.info("Progress: %s.", line)
                             last_line = line
                 log.info("Draining: %s.", worker.summary())
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            worker.raise_if_crashed()
 
     def run_until_idle(
-        self, *, timeout: float | None = 60.0, concurrency: int | None = None
+        self,
+        *,
+        timeout: float | None = 60.0,
+        concurrency: int | None = None,
+        wait_for_retries: bool = True,
     ) -> int:
         """Run every due job (and retries that come due meanwhile), then return how many
-        were claimed. Raises TimeoutError past ``timeout`` seconds."""
-        from ratchet._engine.worker import run_until_idle
+        were claimed. Raises TimeoutError past ``timeout`` seconds.
 
-        return run_until_idle(self, timeout=timeout, concurrency=concurrency)
+        With ``wait_for_retries`` (the default) it also waits for the retries of the jobs
+        it ran that are scheduled within ``timeout`` (all of them when ``timeout`` is
+        None): a job that fails once with a short backoff has succeeded when it returns.
+        A retry due later stays PENDING; ``wait_for_retries=False`` returns as soon as no
+        job is due, leaving every retry pending.
+        """
+        from ratchet._engine.idle import run_until_idle
+
+        return run_until_idle(
+            self, timeout=timeout, concurrency=concurrency, wait_for_retries=wait_for_retries
+        )
 
     def _attach(self, worker: Worker) -> None:
         with self._workers_lock:

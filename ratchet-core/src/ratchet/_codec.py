@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ratchet._limits import clip, echo
+from ratchet._logs import get_logger
+from ratchet._redact import redact
 from ratchet.errors import ArgumentsNotSerializableError, PayloadTooLargeError
 
 __all__ = ["encode_arguments", "encode_json", "encode_result", "type_name"]
 
-log = logging.getLogger("ratchet.codec")
+log = get_logger("ratchet.codec")
 
 
 # One encoder for every call: json.dumps with options builds a new encoder each time.
@@ -35,11 +37,13 @@ def type_name(value: Any) -> str:
 def _check(value: Any, where: str, job_name: str) -> None:
     try:
         encode_json(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
+        # echo(): the value may be huge, or an integer too long for repr() itself.
         raise ArgumentsNotSerializableError(
-            f"{where} of job {job_name!r} is {value!r} of type {type_name(value)!r}, which "
-            f"cannot be stored as JSON ({exc}). Pass JSON-compatible values (str, int, float, "
-            "bool, None, lists, dicts with str keys), for example an id instead of an object."
+            f"{where} of job {job_name!r} is {echo(value)} of type {type_name(value)!r}, which "
+            f"cannot be stored as JSON ({clip(str(exc))}). Pass JSON-compatible values (str, "
+            "int, float, bool, None, lists, dicts with str keys), for example an id instead "
+            "of an object."
         ) from None
 
 
@@ -50,9 +54,9 @@ def _explain(
     for index, value in enumerate(args):
         _check(value, f"Positional argument {index}", job_name)
     for key, value in kwargs.items():
-        _check(value, f"Keyword argument {key!r}", job_name)
+        _check(value, f"Keyword argument {echo(key)}", job_name)
     for key, value in params.items():
-        _check(value, f"Param {key!r}", job_name)
+        _check(value, f"Param {echo(key)}", job_name)
 
 
 def encode_arguments(
@@ -71,16 +75,16 @@ def encode_arguments(
     for key in params:
         if not isinstance(key, str):
             raise ArgumentsNotSerializableError(
-                f"Param key {key!r} of job {job_name!r} is not a string; use str keys."
+                f"Param key {echo(key)} of job {job_name!r} is not a string; use str keys."
             )
     try:
         args_json = _ENCODER.encode(list(args))
         kwargs_json = _ENCODER.encode(dict(kwargs)) if kwargs else "{}"
         params_json = _ENCODER.encode(dict(params)) if params else "{}"
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         _explain(job_name, args, kwargs, params)
         raise ArgumentsNotSerializableError(
-            f"The arguments of job {job_name!r} cannot be stored as JSON ({exc}). Pass "
+            f"The arguments of job {job_name!r} cannot be stored as JSON ({clip(str(exc))}). Pass "
             "JSON-compatible values (str, int, float, bool, None, lists, dicts with str keys)."
         ) from None
     # UTF-8 needs at most 4 bytes per character: count bytes only when it could matter.
@@ -97,21 +101,60 @@ def encode_arguments(
     return args_json, kwargs_json
 
 
-def encode_result(job_name: str, value: Any) -> tuple[str | None, str | None]:
+def encode_result(job_name: str, value: Any, *, max_bytes: int) -> tuple[str | None, str | None]:
     """``(json, type name)`` of a job's return value; ``(None, None)`` for ``None``.
 
-    A result that cannot be encoded is logged and dropped: the job still succeeds.
+    Must not raise. A result that cannot be encoded (any failure: TypeError for an
+    object or a set, ValueError for NaN or a huge integer, RecursionError for deep
+    nesting, UnicodeEncodeError for a lone surrogate, or whatever a custom container
+    raises), or whose JSON exceeds ``max_bytes`` (``RATCHET_MAX_RESULT_KB``), is logged
+    and dropped as ``(None, type name)``: the job still succeeds, ``job.result`` is
+    ``None`` and ``job.result_type`` names the returned type.
     """
     if value is None:
         return None, None
+    kind = _safe_type_name(value)
     try:
-        return encode_json(value), type_name(value)
-    except (TypeError, ValueError) as exc:
+        text = encode_json(value)
+        # Also refuses lone surrogates ("\ud800"), which no store can save as UTF-8.
+        size = len(text.encode())
+    except Exception as exc:  # a job's result must never keep its job from finishing
         log.warning(
             "Job %r returned a %s that cannot be stored as JSON (%s); the job succeeded but "
-            "its result is not recorded.",
+            "its result is not recorded. Return JSON-compatible values (str, int, float, "
+            "bool, None, lists, dicts with str keys).",
             job_name,
-            type_name(value),
-            exc,
+            kind,
+            _describe(exc),
         )
-        return None, type_name(value)
+        return None, kind
+    if size > max_bytes:
+        log.warning(
+            "Job %r returned a %s whose JSON is %d bytes, over the limit of %d bytes "
+            "(RATCHET_MAX_RESULT_KB=%g); the job succeeded but its result is not recorded. "
+            "Store large results elsewhere (a file, an object store) and return a "
+            "reference, or raise the limit.",
+            job_name,
+            kind,
+            size,
+            max_bytes,
+            max_bytes / 1024,
+        )
+        return None, kind
+    return text, kind
+
+
+def _safe_type_name(value: Any) -> str:
+    try:
+        return type_name(value)
+    except Exception:  # a class with a broken __module__ or __qualname__
+        return "<unknown type>"
+
+
+def _describe(exc: BaseException, limit: int = 300) -> str:
+    """``Type: message``, bounded and redacted; never raises (``__str__`` may)."""
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:
+        text = f"{type(exc).__name__}: <unprintable {type(exc).__name__}>"
+    return redact(text if len(text) <= limit else text[: limit - 1] + "…")

@@ -2,7 +2,8 @@
 
 Precedence: keyword arguments to :class:`ratchet.Ratchet` > environment > defaults.
 Invalid values fail at start-up with a :class:`~ratchet.errors.ConfigurationError` that
-names the variable, the value and what is accepted.
+names the variable, the value and what is accepted. Every number has a finite range: an
+infinite or absurd interval used to pass and then kill the thread that waited on it.
 """
 
 from __future__ import annotations
@@ -14,14 +15,35 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ratchet._limits import echo
 from ratchet.errors import ConfigurationError
 
-__all__ = ["RatchetOptions"]
+__all__ = ["RatchetOptions", "check_option", "option_range"]
+
+_NUMBER_KINDS = ("int", "float")
+_DAY_SECONDS = 86400.0
+_DAY_MINUTES = 1440.0
+_YEAR_MINUTES = 365 * 1440.0
+_TEN_YEARS_DAYS = 3650.0
+_GIB_IN_KB = 1024 * 1024.0
 
 
-def _opt(default: Any, env: str, doc: str, *, kind: str = "float", minimum: float = 0.0) -> Any:
+def _opt(
+    default: Any,
+    env: str,
+    doc: str,
+    *,
+    kind: str = "float",
+    minimum: float = 0.0,
+    maximum: float | None = None,
+) -> Any:
+    """A field with its variable, documentation, kind and (for numbers) inclusive range;
+    a number without a finite ``maximum`` is refused here, when the class is defined."""
+    if kind in _NUMBER_KINDS and (maximum is None or not minimum <= maximum < math.inf):
+        raise TypeError(f"Option {env} needs a finite maximum >= its minimum {minimum!r}.")
     return field(
-        default=default, metadata={"env": env, "doc": doc, "kind": kind, "minimum": minimum}
+        default=default,
+        metadata={"env": env, "doc": doc, "kind": kind, "minimum": minimum, "maximum": maximum},
     )
 
 
@@ -34,10 +56,20 @@ class RatchetOptions:
         None, "RATCHET_STORE_URL", "Store URL; default sqlite:///ratchet.db", kind="str"
     )
     concurrency: int = _opt(
-        8, "RATCHET_WORKER_CONCURRENCY", "Jobs run at once per worker", kind="int", minimum=1
+        8,
+        "RATCHET_WORKER_CONCURRENCY",
+        "Jobs run at once per worker",
+        kind="int",
+        minimum=1,
+        maximum=1000,
     )
     claim_batch_size: int = _opt(
-        50, "RATCHET_CLAIM_BATCH_SIZE", "Most jobs claimed per poll", kind="int", minimum=1
+        50,
+        "RATCHET_CLAIM_BATCH_SIZE",
+        "Most jobs claimed per poll",
+        kind="int",
+        minimum=1,
+        maximum=10_000,
     )
     completion_batch_size: int = _opt(
         100,
@@ -45,65 +77,109 @@ class RatchetOptions:
         "Most successes recorded in one background write; 1 writes each in its thread",
         kind="int",
         minimum=1,
+        maximum=10_000,
     )
     prefetch_seconds: float = _opt(
         0.1,
         "RATCHET_PREFETCH_SECONDS",
         "Claim short jobs ahead of free slots, about this much work per worker; 0 disables",
         minimum=0.0,
+        maximum=60.0,
     )
     poll_burst_seconds: float = _opt(
-        0.5, "RATCHET_POLL_BURST_SECONDS", "Poll interval while work flows", minimum=0.01
+        0.5,
+        "RATCHET_POLL_BURST_SECONDS",
+        "Poll interval while work flows",
+        minimum=0.01,
+        maximum=3600.0,
     )
     poll_idle_max_seconds: float = _opt(
-        60.0, "RATCHET_POLL_IDLE_MAX_SECONDS", "Longest poll interval when idle", minimum=0.01
+        60.0,
+        "RATCHET_POLL_IDLE_MAX_SECONDS",
+        "Longest poll interval when idle",
+        minimum=0.01,
+        maximum=3600.0,
     )
     priority_boost_minutes: float = _opt(
         15.0,
         "RATCHET_PRIORITY_BOOST_INTERVAL_MINUTES",
         "Waiting this long raises effective priority by one; 0 disables",
+        maximum=_YEAR_MINUTES,
     )
     max_payload_kb: float = _opt(
-        100.0, "RATCHET_MAX_PAYLOAD_KB", "Largest encoded arguments+params", minimum=0.001
+        100.0,
+        "RATCHET_MAX_PAYLOAD_KB",
+        "Largest encoded arguments+params",
+        minimum=0.001,
+        maximum=_GIB_IN_KB,
+    )
+    max_result_kb: float = _opt(
+        100.0,
+        "RATCHET_MAX_RESULT_KB",
+        "Largest encoded job result; a larger one is dropped with a warning (the job succeeds)",
+        minimum=0.001,
+        maximum=_GIB_IN_KB,
     )
     node_id: str | None = _opt(
         None, "RATCHET_NODE_ID", "Node id; default hostname-pid-<8 hex>", kind="str"
     )
     heartbeat_interval_seconds: float = _opt(
-        10.0, "RATCHET_NODE_HEARTBEAT_INTERVAL_SECONDS", "Heartbeat period", minimum=0.01
+        10.0,
+        "RATCHET_NODE_HEARTBEAT_INTERVAL_SECONDS",
+        "Heartbeat period",
+        minimum=0.01,
+        maximum=3600.0,
     )
     orphan_grace_seconds: float = _opt(
         60.0,
         "RATCHET_NODE_ORPHAN_GRACE_SECONDS",
         "Heartbeat age after which a node's jobs are recovered",
         minimum=0.01,
+        maximum=_DAY_SECONDS,
     )
     orphan_scan_interval_minutes: float = _opt(
-        5.0, "RATCHET_ORPHAN_SCAN_INTERVAL_MINUTES", "Orphan scan period", minimum=0.0001
+        5.0,
+        "RATCHET_ORPHAN_SCAN_INTERVAL_MINUTES",
+        "Orphan scan period",
+        minimum=0.0001,
+        maximum=_DAY_MINUTES,
     )
     max_crash_redeliveries: int = _opt(
         3,
         "RATCHET_NODE_MAX_CRASH_REDELIVERIES",
         "Crash recoveries before a job is dead-lettered",
         kind="int",
+        maximum=1000,
     )
     recurring_poll_max_seconds: float = _opt(
         60.0,
         "RATCHET_RECURRING_POLL_MAX_SECONDS",
         "Longest sleep of the recurring scheduler (new schedules from other processes)",
         minimum=0.01,
+        maximum=3600.0,
     )
     shutdown_timeout_seconds: float = _opt(
-        30.0, "RATCHET_SHUTDOWN_TIMEOUT_SECONDS", "How long a drain waits for running jobs"
+        30.0,
+        "RATCHET_SHUTDOWN_TIMEOUT_SECONDS",
+        "How long a drain waits for running jobs",
+        maximum=_DAY_SECONDS,
     )
     job_archive_enabled: bool = _opt(
         True, "RATCHET_JOB_ARCHIVE_ENABLED", "Move old finished jobs to the archive", kind="bool"
     )
     job_retention_days: float = _opt(
-        90.0, "RATCHET_JOB_RETENTION_DAYS", "Days a finished job stays before archiving"
+        90.0,
+        "RATCHET_JOB_RETENTION_DAYS",
+        "Days a finished job stays before archiving",
+        maximum=_TEN_YEARS_DAYS,
     )
     job_archive_batch_size: int = _opt(
-        1000, "RATCHET_JOB_ARCHIVE_BATCH_SIZE", "Jobs archived per batch", kind="int", minimum=1
+        1000,
+        "RATCHET_JOB_ARCHIVE_BATCH_SIZE",
+        "Jobs archived per batch",
+        kind="int",
+        minimum=1,
+        maximum=100_000,
     )
     job_archiver_cron: str = _opt(
         "0 1 * * *", "RATCHET_JOB_ARCHIVER_CRON", "When the archiver runs (UTC)", kind="cron"
@@ -112,6 +188,7 @@ class RatchetOptions:
         30.0,
         "RATCHET_LOG_RETENTION_DAYS",
         "Days execution records of finished jobs are kept",
+        maximum=_TEN_YEARS_DAYS,
     )
     allowed_modules: tuple[str, ...] = _opt(
         (),
@@ -154,6 +231,10 @@ class RatchetOptions:
         return int(self.max_payload_kb * 1024)
 
     @property
+    def max_result_bytes(self) -> int:
+        return int(self.max_result_kb * 1024)
+
+    @property
     def priority_boost_seconds(self) -> float:
         return self.priority_boost_minutes * 60.0
 
@@ -172,9 +253,27 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
+def check_option(name: str, value: Any, *, source: str) -> Any:
+    """``value`` parsed and checked as option ``name`` is (its kind and range); raises
+    ConfigurationError naming ``source`` (for example ``"--concurrency"``)."""
+    fields = {f.name: f for f in dataclasses.fields(RatchetOptions)}
+    return _parse(fields[name], value, source=source)
+
+
+def option_range(name: str) -> tuple[float, float]:
+    """The inclusive ``(minimum, maximum)`` of numeric option ``name``."""
+    spec = {f.name: f for f in dataclasses.fields(RatchetOptions)}[name]
+    return spec.metadata["minimum"], spec.metadata["maximum"]
+
+
+def _shown(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+
+
 def _parse(spec: dataclasses.Field[Any], raw: Any, *, source: str) -> Any:
     kind = spec.metadata["kind"]
     minimum = spec.metadata["minimum"]
+    maximum = spec.metadata["maximum"]
     if kind == "str":
         return None if raw is None else str(raw).strip() or None
     if kind == "list":
@@ -187,7 +286,7 @@ def _parse(spec: dataclasses.Field[Any], raw: Any, *, source: str) -> Any:
         if text in _TRUE or text in _FALSE:
             return text in _TRUE
         raise ConfigurationError(
-            f"{source} is {raw!r}, which is not a yes/no value. Use true or false."
+            f"{source} is {echo(raw)}, which is not a yes/no value. Use true or false."
         )
     if kind == "cron":
         from ratchet._cron import CronSchedule
@@ -197,20 +296,22 @@ def _parse(spec: dataclasses.Field[Any], raw: Any, *, source: str) -> Any:
             return CronSchedule(str(raw).strip()).expression
         except InvalidCronError as exc:
             raise ConfigurationError(f"{source}: {exc}") from None
+    valid = f">= {_shown(minimum)} and <= {_shown(maximum)}"
     try:
         if isinstance(raw, bool):
             raise TypeError("booleans are not numbers here")
         value: float = int(raw) if kind == "int" else float(raw)
         if kind == "int" and isinstance(raw, float) and raw != int(raw):
             raise ValueError("not a whole number")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(inf) and float(10**400) overflow
         expected = "a whole number" if kind == "int" else "a number (fractions allowed)"
         raise ConfigurationError(
-            f"{source} is {raw!r}, which is not {expected}. Set it to {expected} "
-            f">= {minimum:g}, for example {spec.default!r}."
+            f"{source} is {echo(raw)}, which is not {expected}. Set it to {expected} "
+            f"{valid}, for example {spec.default!r}."
         ) from None
-    if math.isnan(value) or value < minimum:
+    if not minimum <= value <= maximum:  # NaN fails every comparison
         raise ConfigurationError(
-            f"{source} is {raw!r}; it must be >= {minimum:g} (default {spec.default!r})."
+            f"{source} is {echo(raw)}; it must be {valid} (default {spec.default!r}). "
+            "Set a value in that range, or leave it unset for the default."
         )
     return value

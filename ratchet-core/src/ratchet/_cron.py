@@ -8,16 +8,20 @@ that does not exist fires at the next valid moment and a repeated one fires once
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 
+from ratchet._limits import echo
 from ratchet.errors import InvalidCronError
 
 __all__ = ["CronSchedule", "Misfire", "parse_misfire"]
 
 _EPSILON = timedelta(microseconds=1)
+# Where the construction-time search for a first fire starts; any date would do, since
+# a five- or six-field schedule repeats every 400 years.
+_REFERENCE = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 class Misfire:
@@ -34,7 +38,7 @@ class Misfire:
     @staticmethod
     def catch_up(count: int) -> str:
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"Misfire.catch_up({count!r}) needs a whole number >= 1.")
+            raise ValueError(f"Misfire.catch_up({echo(count)}) needs a whole number >= 1.")
         return f"catch_up:{count}"
 
 
@@ -46,29 +50,40 @@ def parse_misfire(policy: str) -> tuple[str, int]:
     if kind == "catch_up" and count.isdigit() and int(count) >= 1:
         return kind, int(count)
     raise ValueError(
-        f"Misfire policy {policy!r} is not one of 'fire_once', 'skip' or 'catch_up:N' "
+        f"Misfire policy {echo(policy)} is not one of 'fire_once', 'skip' or 'catch_up:N' "
         "(use ratchet.Misfire.FIRE_ONCE, Misfire.SKIP or Misfire.catch_up(n))."
     )
 
 
 @dataclass(frozen=True)
 class CronSchedule:
-    """A validated cron expression in a time zone."""
+    """A validated cron expression in a time zone.
+
+    Construction must fail with InvalidCronError for an expression that cannot be parsed,
+    an unknown zone, and an expression that never fires (``0 0 30 2 *``: every field is
+    valid but no date has them all), so that a schedule is refused where it is written
+    rather than failing at every pass of the scheduler.
+    """
 
     expression: str
     zone: str = "UTC"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.expression, str) or not isinstance(self.zone, str):
+            raise InvalidCronError(
+                f"Cron expression {echo(self.expression)} in zone {echo(self.zone)}: both "
+                "must be strings, for example '0 2 * * *' and 'UTC'."
+            )
         fields = self.expression.split()
         if len(fields) not in (5, 6):
             raise InvalidCronError(
-                f"Cron expression {self.expression!r} has {len(fields)} fields; use 5 "
+                f"Cron expression {echo(self.expression)} has {len(fields)} fields; use 5 "
                 "(minute hour day month weekday, e.g. '0 2 * * *') or 6 with seconds first "
                 "(e.g. '*/10 * * * * *')."
             )
         if not croniter.is_valid(self.expression, second_at_beginning=len(fields) == 6):
             raise InvalidCronError(
-                f"Cron expression {self.expression!r} is not valid: check each field's "
+                f"Cron expression {echo(self.expression)} is not valid: check each field's "
                 "range (minute 0-59, hour 0-23, day 1-31, month 1-12, weekday 0-6), for "
                 "example '*/15 9-17 * * 1-5'."
             )
@@ -76,8 +91,16 @@ class CronSchedule:
             ZoneInfo(self.zone)
         except (ZoneInfoNotFoundError, ValueError):
             raise InvalidCronError(
-                f"Time zone {self.zone!r} is unknown; use an IANA name such as 'UTC' or "
+                f"Time zone {echo(self.zone)} is unknown; use an IANA name such as 'UTC' or "
                 "'Europe/Paris'."
+            ) from None
+        try:  # croniter searches a bounded number of years, then gives up
+            self.next_after(_REFERENCE)
+        except (CroniterError, ValueError, KeyError, OverflowError):
+            raise InvalidCronError(
+                f"Cron expression {echo(self.expression)} never fires: no date matches its "
+                "day-of-month and month fields together, as with February 30 or April 31. "
+                "Use a day that the chosen months have, or 'L' for the last day of the month."
             ) from None
 
     def _iterator(self, start: datetime) -> croniter:

@@ -5,19 +5,38 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
-from ratchet._imports import qualified_name
+from ratchet._imports import MAIN_MODULE_NAMES, main_module_import_name, qualified_name
+from ratchet._limits import (
+    MAX_BACKOFF_MS,
+    MAX_RETRIES,
+    check_count,
+    check_delay,
+    check_moment,
+    check_timeout,
+    clip,
+    echo,
+)
 from ratchet._types import BackoffPolicy, JobPriority
+from ratchet.errors import ArgumentsMismatchError, JobDefinitionError, ValueOutOfRangeError
 
 if TYPE_CHECKING:
     from ratchet._app import Ratchet
 
-__all__ = ["JobBuilder", "JobDefinition", "JobFunction", "validate_priority"]
+__all__ = [
+    "JobBuilder",
+    "JobDefinition",
+    "JobFunction",
+    "check_arguments",
+    "job_target",
+    "normalize_tag",
+    "validate_priority",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -38,34 +57,103 @@ class JobDefinition:
     backoff_ms: int = 1000
     priority: int = JobPriority.NORMAL
     timeout: float | None = None
+    # None when the function's signature cannot be read (some builtins): calls go unchecked.
+    signature: inspect.Signature | None = field(default=None, compare=False, repr=False)
+
+
+def check_arguments(
+    definition: JobDefinition, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """Raise ArgumentsMismatchError unless ``func(*args, **kwargs)`` fits the job function's
+    signature: a call that could only fail with TypeError on every attempt must be refused
+    at enqueue, not stored."""
+    if definition.signature is None:
+        return
+    try:
+        definition.signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        given = ", ".join([*map(echo, args), *(f"{k}={echo(v)}" for k, v in kwargs.items())])
+        raise ArgumentsMismatchError(
+            f"Job {definition.name!r} takes {clip(str(definition.signature), 300)} but was "
+            f"given ({clip(given, 300)}): {clip(str(exc))}. Pass arguments that match the "
+            "function's "
+            "parameters."
+        ) from None
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
 
 
 def validate_priority(priority: Any) -> int:
     if isinstance(priority, bool) or not isinstance(priority, int):
-        raise ValueError(
-            f"Priority {priority!r} is not a JobPriority; use one of "
+        raise ValueOutOfRangeError(
+            f"Priority {echo(priority)} is not a JobPriority; use one of "
             f"{', '.join(p.name for p in JobPriority)} (0..4)."
         )
     if not JobPriority.LOWEST <= priority <= JobPriority.CRITICAL:
-        raise ValueError(
+        raise ValueOutOfRangeError(
             f"Priority {priority!r} is out of range; use JobPriority.LOWEST (0) to "
             "JobPriority.CRITICAL (4)."
         )
     return int(priority)
 
 
-def _non_negative_int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{what} is {value!r}; it must be a whole number >= 0.")
-    return value
-
-
 def _key(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_KEY_LENGTH:
         raise ValueError(
-            f"{what} {value!r} must be a non-empty string of at most {MAX_KEY_LENGTH} characters."
+            f"{what} {echo(value)} must be a non-empty string of at most {MAX_KEY_LENGTH} "
+            "characters."
         )
     return value
+
+
+def normalize_tag(raw: Any) -> str:
+    """The stored form of a tag: stripped and lower-cased (``" Billing "`` → ``"billing"``).
+
+    Every path that stores a tag or filters by one must go through this function, so that a
+    filter finds what was stored. May return ``""`` (a blank tag); callers drop those.
+    """
+    if not isinstance(raw, str):
+        raise ValueError(f"Tag {raw!r} is not a string; pass tags as text, e.g. 'billing'.")
+    return raw.strip().lower()
+
+
+def job_target(func: Callable[..., Any], *, named: bool) -> str:
+    """The ``module:qualname`` a worker imports to run ``func``.
+
+    A function defined in the running script (module ``__main__``) gets the script's
+    importable module name instead (``python myapp.py`` → ``myapp:func``), so that a
+    producer running the script and a worker importing it (``ratchet worker myapp:app``)
+    agree on the job's name and target. When the script cannot be imported by another
+    process (``python -c``, a notebook, ``my-app.py``) this refuses with
+    JobDefinitionError, unless the job has an explicit name (``named``): a worker whose app
+    registers that name runs its own function.
+    """
+    module_name = getattr(func, "__module__", None)
+    if module_name not in MAIN_MODULE_NAMES:
+        return qualified_name(func)
+    importable = main_module_import_name(module_name)
+    if importable is not None:
+        return f"{importable}:{func.__qualname__}"
+    if named:
+        return qualified_name(func)
+    file = getattr(sys.modules.get(module_name), "__file__", None)
+    where = (
+        f"the script {file!r}, which cannot be imported under its file name"
+        if file
+        else "an interactive session, a notebook or 'python -c'"
+    )
+    raise JobDefinitionError(
+        f"Job function {func.__qualname__!r} is defined in {where} (module "
+        f"{module_name!r}), so a worker in another process could not import it and would "
+        "dead-letter its jobs. Move the job into a module (e.g. myapp.py) and import it "
+        f"from your script, or give it a stable name: @app.job(name={func.__qualname__!r}), "
+        "registered by the worker's app too."
+    )
 
 
 def make_definition(
@@ -78,21 +166,25 @@ def make_definition(
     priority: int,
     timeout: float | None,
 ) -> JobDefinition:
-    """Validate ``@app.job`` arguments into a definition."""
+    """Validate ``@app.job`` arguments into a definition.
+
+    The name defaults to the target, ``module:qualname`` (see :func:`job_target` for
+    functions defined in the running script).
+    """
     if not callable(func):
-        raise TypeError(f"@job expects a function, got {func!r}.")
-    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
-        raise ValueError(f"Job timeout {timeout!r} must be a positive number of seconds or None.")
+        raise TypeError(f"@job expects a function, got {echo(func)}.")
+    target = job_target(func, named=name is not None)
     return JobDefinition(
-        name=_key(name, "Job name") if name is not None else qualified_name(func),
-        target=qualified_name(func),
+        name=_key(name, "Job name") if name is not None else target,
+        target=target,
         func=func,
         is_async=inspect.iscoroutinefunction(func),
-        max_retries=_non_negative_int(max_retries, "max_retries"),
+        max_retries=check_count(max_retries, "max_retries", maximum=MAX_RETRIES),
         backoff=BackoffPolicy(backoff),
-        backoff_ms=_non_negative_int(backoff_ms, "backoff_ms"),
+        backoff_ms=check_count(backoff_ms, "backoff_ms", maximum=MAX_BACKOFF_MS),
         priority=validate_priority(priority),
-        timeout=float(timeout) if timeout is not None else None,
+        timeout=check_timeout(timeout),
+        signature=_signature(func),
     )
 
 
@@ -166,37 +258,30 @@ class JobBuilder:
         return self
 
     def delay(self, delay: timedelta | float | None = None, *, seconds: float = 0.0) -> JobBuilder:
-        """Run no sooner than this long from now (database clock)."""
-        total = seconds
-        if isinstance(delay, timedelta):
-            total += delay.total_seconds()
-        elif delay is not None:
-            total += float(delay)
-        if math.isnan(total) or total < 0:
-            raise ValueError(f"Delay {total!r} s is negative; use a delay >= 0.")
-        self.delay_seconds = total
+        """Run no sooner than this long from now (database clock); at most 10 years."""
+        extra: Any = delay.total_seconds() if isinstance(delay, timedelta) else delay
+        total: Any = seconds
+        if extra is not None and _is_number(seconds):  # else check_delay names `seconds`
+            total = seconds + extra if _is_number(extra) else extra
+        self.delay_seconds = check_delay(total)
         self.scheduled_at = None
         return self
 
     def at(self, moment: datetime) -> JobBuilder:
-        """Run no sooner than ``moment`` (a timezone-aware datetime)."""
-        if not isinstance(moment, datetime) or moment.tzinfo is None:
-            raise ValueError(
-                f"at() needs a timezone-aware datetime, got {moment!r}; for example "
-                "datetime(2030, 1, 1, 9, 0, tzinfo=UTC)."
-            )
-        self.scheduled_at = moment
+        """Run no sooner than ``moment``: a timezone-aware datetime from 1970-01-01 to
+        9999-12-30 UTC (naive datetimes are refused: their zone would be a guess)."""
+        self.scheduled_at = check_moment(moment)
         self.delay_seconds = 0.0
         return self
 
     def max_retries(self, count: int) -> JobBuilder:
-        self.max_retries_value = _non_negative_int(count, "max_retries")
+        self.max_retries_value = check_count(count, "max_retries", maximum=MAX_RETRIES)
         return self
 
     def backoff(self, policy: BackoffPolicy, ms: int | None = None) -> JobBuilder:
         self.backoff_value = BackoffPolicy(policy)
         if ms is not None:
-            self.backoff_ms_value = _non_negative_int(ms, "backoff ms")
+            self.backoff_ms_value = check_count(ms, "backoff ms", maximum=MAX_BACKOFF_MS)
         return self
 
     def business_key(self, key: str) -> JobBuilder:
@@ -211,9 +296,7 @@ class JobBuilder:
         """Add tags; they are stripped and lower-cased, blanks dropped."""
         cleaned = list(self.tags_value)
         for raw in tags:
-            if not isinstance(raw, str):
-                raise ValueError(f"Tag {raw!r} is not a string.")
-            tag = raw.strip().lower()
+            tag = normalize_tag(raw)
             if tag and tag not in cleaned:
                 cleaned.append(_key(tag, "Tag"))
         self.tags_value = tuple(cleaned)
@@ -232,3 +315,7 @@ class JobBuilder:
         """Enqueue inside the caller's open transaction on ``connection`` (visible to
         workers after the caller commits, gone on rollback); returns the job id."""
         return self.app._submit_in(connection, self)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -11,10 +11,15 @@ __all__ = [
     "DRAIN_RELEASED_MESSAGE",
     "ORPHAN_RECOVERED_MESSAGE",
     "STALE_EXECUTION_MESSAGE",
+    "UNSTARTED_RECOVERED_MESSAGE",
 ]
 
 ORPHAN_RECOVERED_MESSAGE = (
     "The node running this attempt stopped before it finished; orphan recovery took the job back."
+)
+UNSTARTED_RECOVERED_MESSAGE = (
+    "The node holding this claim stopped before the job started (it was claimed ahead); "
+    "orphan recovery returned the job to the queue with no crash charged."
 )
 STALE_EXECUTION_MESSAGE = (
     "This attempt never recorded its outcome before its job moved on, so a cleanup scan "

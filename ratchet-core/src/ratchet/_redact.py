@@ -1,4 +1,24 @@
-"""Keep secrets out of logs and stored errors."""
+"""Mask secrets in text before it leaves the process.
+
+Every path by which text leaves a Ratchet process goes through :func:`redact`: stored
+errors (``last_error``, execution messages), the records of Ratchet's loggers (see
+:mod:`ratchet._logs`) and everything the ``ratchet`` command prints. The rules, in order:
+
+1. **URL userinfo**: ``scheme://user:secret@host`` becomes ``scheme://user:***@host``. The
+   password runs to the *last* ``@`` of the URL, since people write ``/``, ``@`` and ``:``
+   into passwords unencoded (``mysql://root:p@ss@x/db`` → ``mysql://root:***@x/db``); a
+   URL with an ``@`` in its path or query is therefore masked a little too far, never too
+   little.
+2. **Assignments**: a value after ``password=``, ``passwd=``, ``pwd=``, ``secret=``,
+   ``token=``, ``api_key=`` and their relatives, anywhere in the text (its start, a URL
+   query, a libpq conninfo, a Python repr, ``PGPASSWORD=…`` or any env-style
+   ``NAME_PASSWORD=…``), up to whitespace, ``&``, ``;``, ``,``, a quote or a closing
+   bracket; a quoted value is masked whole.
+3. **Quoted keys**: ``'password': 'x'`` and ``"token": "x"`` (dict reprs and JSON).
+4. **E-mail addresses**: ``alice@example.com`` becomes ``***@example.com``.
+
+Masking is idempotent (masked text masks to itself) and errs towards masking too much.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +26,40 @@ import re
 
 __all__ = ["redact"]
 
-_URL_SECRET = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@")
-_QUERY_SECRET = re.compile(
-    r"(?P<head>[?&;,(\s](?:password|passwd|pwd|passcode|secret|token)=)[^&\s]+", re.IGNORECASE
+# A key names a secret when it contains one of these words: PGPASSWORD, db_password,
+# sslpassword, X-Api-Key, AWS_SECRET_ACCESS_KEY, refresh_token, …
+_SECRET_WORD = (
+    r"(?:password|passwd|passphrase|passcode|pwd|secret|token|api[_-]?key|access[_-]?key"
+    r"|private[_-]?key|credentials?)"
+)
+_KEY_CHARS = r"[\w.-]"
+# The whole key is taken at once (possessive) once a look-ahead found the word in it, so a
+# long run of word characters costs linear time, not quadratic.
+_SECRET_KEY = rf"(?={_KEY_CHARS}*?{_SECRET_WORD}){_KEY_CHARS}++"
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+
+# Userinfo is bounded (1 KB) so that text full of "x://" costs linear time.
+_URL_USERINFO = re.compile(
+    r"(?P<head>(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/'\"<>]{0,1024}:)"
+    r"[^\s'\"<>]{0,1024}@"
+)
+_ASSIGNMENT = re.compile(
+    rf"(?P<head>(?<![\w.-]){_SECRET_KEY}[ \t]*=(?!=)[ \t]*)(?:{_QUOTED}|[^\s&;,'\")\]}}>=]+)",
+    re.IGNORECASE,
+)
+_QUOTED_KEY = re.compile(
+    rf"(?P<head>(?P<quote>['\"]){_SECRET_KEY}(?P=quote)[ \t]*:[ \t]*)(?:{_QUOTED}|[^\s,}}\]]+)",
+    re.IGNORECASE,
+)
+_EMAIL = re.compile(
+    r"(?<![\w.%+-])[\w.%+-]+@(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b"
 )
 
 
 def redact(text: str) -> str:
-    """Hide passwords in URLs: ``scheme://user:secret@host`` becomes
-    ``scheme://user:***@host``, and ``?password=secret`` becomes ``?password=***``."""
-    return _QUERY_SECRET.sub(r"\g<head>***", _URL_SECRET.sub(r"\g<head>***@", text))
+    """``text`` with passwords, tokens and e-mail addresses masked as ``***`` (see the
+    module docstring for the forms recognised)."""
+    text = _URL_USERINFO.sub(r"\g<head>***@", text)
+    text = _ASSIGNMENT.sub(r"\g<head>***", text)
+    text = _QUOTED_KEY.sub(r"\g<head>\g<quote>***\g<quote>", text)
+    return _EMAIL.sub(r"***@\g<domain>", text)

@@ -69,6 +69,9 @@ class ExecutionStatus(enum.StrEnum):
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
+    RELEASED = "RELEASED"
+    """The claim was given back with no charge: an orderly drain, or crash recovery of a
+    job that had not started on the dead node."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -155,6 +158,9 @@ class ClaimedJob:
 
     ``claim_seq`` is the fencing token: every outcome write must present it. ``attempt`` is
     the 1-based number of the attempt this claim starts (``attempts + 1``).
+    ``start_recorded`` says whether the claim recorded the job's start (it did for the
+    jobs the worker starts at once, not for those claimed ahead); ``redeliveries`` is how
+    often crash recovery has returned the job to the queue, charged or not.
     """
 
     id: str
@@ -176,6 +182,8 @@ class ClaimedJob:
     recurring_id: str | None
     scheduled_at: datetime
     claimed_at: datetime
+    start_recorded: bool = True
+    redeliveries: int = 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -7,19 +7,25 @@ the call that received bad input leave nothing half-written behind.
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentsMismatchError",
     "ArgumentsNotSerializableError",
     "BusinessKeyConflictError",
     "ConfigurationError",
     "DuplicateIdempotencyKeyError",
+    "DuplicateNodeError",
     "InvalidCronError",
     "InvalidStoreURLError",
+    "JobDefinitionError",
     "JobNotFoundError",
     "PayloadTooLargeError",
     "RatchetError",
+    "StoreNotFoundError",
     "StoreUnavailableError",
     "TargetNotAllowedError",
     "UnknownJobError",
     "UnknownStoreError",
+    "ValueOutOfRangeError",
+    "WorkerCrashedError",
 ]
 
 
@@ -33,6 +39,14 @@ class ConfigurationError(RatchetError, ValueError):
 
 class ArgumentsNotSerializableError(RatchetError, TypeError):
     """Job arguments, params or keys that cannot be encoded as JSON."""
+
+
+class ArgumentsMismatchError(RatchetError, TypeError):
+    """Job arguments that do not fit the job function's signature."""
+
+
+class ValueOutOfRangeError(RatchetError, ValueError):
+    """A delay, time, timeout or count outside the range Ratchet can store and honour."""
 
 
 class PayloadTooLargeError(RatchetError, ValueError):
@@ -66,7 +80,7 @@ class InvalidStoreURLError(RatchetError, ValueError):
 
 
 class InvalidCronError(RatchetError, ValueError):
-    """A cron expression that croniter cannot parse."""
+    """A cron expression that cannot be parsed, or one that can never fire."""
 
 
 class TargetNotAllowedError(RatchetError):
@@ -75,6 +89,10 @@ class TargetNotAllowedError(RatchetError):
 
 class UnknownJobError(RatchetError, LookupError):
     """A job name that the application has not registered."""
+
+
+class JobDefinitionError(RatchetError, ValueError):
+    """A job registration that workers could not run, refused where it is written."""
 
 
 class JobNotFoundError(RatchetError, LookupError):
@@ -87,3 +105,28 @@ class StoreUnavailableError(RatchetError):
     Stores raise this (never ``False``) for transport failures, because ``False`` means
     "no row matched" to the engine.
     """
+
+
+class StoreNotFoundError(StoreUnavailableError, LookupError):
+    """A command that only reads or manages a store named one that does not exist.
+
+    Raised instead of creating an empty store (an embedded database file, say) at a
+    mistyped location.
+    """
+
+
+class DuplicateNodeError(RatchetError):
+    """Another live process already runs a node with this node id."""
+
+    def __init__(self, message: str, *, node_id: str) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+
+
+class WorkerCrashedError(RatchetError):
+    """A worker's background thread died of an unexpected error, so the worker stopped."""
+
+    def __init__(self, message: str, *, thread_name: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.thread_name = thread_name
+        self.cause = cause

@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 
 from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError
-from ratchet.spi import JobStatus
+from ratchet.spi import (
+    ORPHAN_RECOVERED_MESSAGE,
+    UNSTARTED_RECOVERED_MESSAGE,
+    ExecutionStatus,
+    JobStatus,
+)
 from ratchet_store_mongodb import MongoDBJobStore
 from ratchet_store_mongodb._schema import COLLECTIONS, INDEXES, TOKENS
 from ratchet_tck.store import new_job
@@ -67,7 +72,7 @@ def test_racing_outcomes_for_one_claim_have_one_winner(fresh_store: Opener) -> N
     after = stores[0].get_job(job.id)
     assert after is not None and after.status != JobStatus.RUNNING
     (execution,) = stores[0].list_executions(job.id)
-    assert execution.status.value in {"SUCCEEDED", "FAILED"}
+    assert execution.status.value in {"SUCCEEDED", "FAILED", "RELEASED"}
 
 
 def test_racing_lock_acquirers_on_an_expired_lease_have_one_winner(fresh_store: Opener) -> None:
@@ -204,7 +209,7 @@ def test_a_claim_from_a_stale_read_loses_after_the_job_moved_on(fresh_store: Ope
     assert stale is not None
     (claimed,) = fast.claim_due_jobs(node_id="fast", limit=1, priority_boost_seconds=0)
     assert fast.release_claim(job.id, claimed.claim_seq, message="again")
-    assert late._claim_one(stale, "late", late.database_time()) is None
+    assert late._claim_one(stale, "late", late.database_time(), start=True) is None
     after = late.get_job(job.id)
     assert after is not None and (after.status, after.claim_seq) == (JobStatus.PENDING, 1)
 
@@ -228,3 +233,80 @@ def test_a_lock_decision_from_a_stale_read_loses(fresh_store: Opener) -> None:
     )
     assert not won
     assert not store.try_lock("l", 30, "c")
+
+
+def test_a_start_mark_racing_an_orphan_reset_decides_the_charge(fresh_store: Opener) -> None:
+    """``mark_started`` and the orphan reset of the same claim are both transitions of the
+    job: the charge follows whichever won. Marked (True) before the reset: the crash is
+    charged (FAILED); otherwise the mark answers False and the claim goes back uncharged
+    (RELEASED). Never a charge without a mark, nor a mark the reset missed."""
+    marker, recoverer = fresh_store(), fresh_store()
+    for _ in range(6):
+        job = new_job()
+        marker.enqueue(job)
+        [claimed] = marker.claim_due_jobs(
+            node_id="dead", limit=1, priority_boost_seconds=0, start_now=0
+        )
+        assert not claimed.start_recorded
+        moment = marker.database_time()
+        while marker.database_time() <= moment + timedelta(milliseconds=2):
+            pass
+
+        def act(index: int, claim: Any = claimed) -> Any:
+            if index == 0:
+                return marker.mark_started(claim.id, claim.claim_seq)
+            return recoverer.recover_orphans(
+                grace_seconds=0, max_crash_redeliveries=3, limit=10
+            ).reset
+
+        marked, reset = _race(2, act)
+        assert reset == 1
+        after = marker.get_job(job.id)
+        assert after is not None and after.status == JobStatus.PENDING
+        [execution] = marker.list_executions(job.id)
+        if marked:
+            assert (after.crash_count, execution.status, execution.message) == (
+                1,
+                ExecutionStatus.FAILED,
+                ORPHAN_RECOVERED_MESSAGE,
+            )
+        else:
+            assert (after.crash_count, execution.status, execution.message) == (
+                0,
+                ExecutionStatus.RELEASED,
+                UNSTARTED_RECOVERED_MESSAGE,
+            )
+        marker.reset_for_tests()
+
+
+def test_documents_from_before_start_marks_are_read_as_started(fresh_store: Opener) -> None:
+    """A job document written before ``started_seq`` and ``redeliveries`` existed (no
+    migration rewrites documents): its RUNNING claim counts as started, so a crash is
+    charged as before, and its redeliveries so far are its crashes. Claimed ahead again,
+    it is not started until marked."""
+    store = fresh_store()
+    job = new_job()
+    store.enqueue(job)
+    [claimed] = store.claim_due_jobs(node_id="old-node", limit=1, priority_boost_seconds=0)
+    store._jobs.update_one(
+        {"_id": job.id},
+        {"$unset": {"started_seq": "", "redeliveries": ""}, "$set": {"crash_count": 1}},
+    )
+    recovery = store.recover_node_claims("old-node", max_crash_redeliveries=3, limit=10)
+    assert (recovery.reset, recovery.exhausted) == (1, ())
+    after = store.get_job(job.id)
+    assert after is not None and after.crash_count == 2
+    assert store.list_executions(job.id)[0].status is ExecutionStatus.FAILED
+    [again] = store.claim_due_jobs(
+        node_id="new-node", limit=1, priority_boost_seconds=0, start_now=0
+    )
+    assert (again.claim_seq, again.redeliveries, again.start_recorded) == (
+        claimed.claim_seq + 1,
+        2,
+        False,
+    )
+    recovery = store.recover_node_claims("new-node", max_crash_redeliveries=2, limit=10)
+    assert (recovery.reset, recovery.exhausted) == (1, ())  # unstarted: never exhausted
+    after = store.get_job(job.id)
+    assert after is not None and after.crash_count == 2
+    assert store.list_executions(job.id)[1].status is ExecutionStatus.RELEASED

@@ -187,17 +187,28 @@ def test_claim_order_on_the_backlog_matches_a_full_sort(
     backlog: Connection[Any], mysql_url: str
 ) -> None:
     """With ageing, the first 60 claimed of 200,000 are exactly the first 60 of a full
-    ORDER BY over every pending job, in that order (levels merged correctly)."""
+    ORDER BY over every pending job, in that order (levels merged correctly), and
+    ``start_now=45`` records the start of exactly the first 45 of that order (across the
+    level boundary at 40), in the rows as in the returned jobs."""
     with backlog.cursor() as cursor:
         cursor.execute(_REFERENCE_ORDER, (BOOST, 60))
         expected = [row[0].decode() for row in cursor.fetchall()]
     store = MySQLJobStore.from_url(mysql_url)
     try:
-        claimed = store.claim_due_jobs(node_id="order", limit=60, priority_boost_seconds=BOOST)
+        claimed = store.claim_due_jobs(
+            node_id="order", limit=60, priority_boost_seconds=BOOST, start_now=45
+        )
     finally:
         store.close()
     assert [job.id for job in claimed] == expected
     assert [job.priority for job in claimed] == [4] * 40 + [3] * 20
+    assert [job.start_recorded for job in claimed] == [True] * 45 + [False] * 15
+    with backlog.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM ratchet_job WHERE status = 'RUNNING' AND started_seq = claim_seq"
+        )
+        started = sorted(row[0].decode() for row in cursor.fetchall())
+    assert started == sorted(expected[:45])
 
 
 def test_negative_control_a_locking_range_read_blocks_enqueues(

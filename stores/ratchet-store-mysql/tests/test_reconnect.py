@@ -1,23 +1,38 @@
 """Resilience: connections killed on the server (``KILL``) are replaced, transport failures
-surface as StoreUnavailableError with the password hidden, and nothing is lost."""
+surface as StoreUnavailableError with the password hidden, nothing is lost, and the first
+calls after every session was killed do not fail: dead idle connections are replaced
+before use, idempotent calls are retried once."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pymysql
 import pytest
+from pymysql.cursors import Cursor
 
-from ratchet.errors import StoreUnavailableError
-from ratchet.spi import JobStatus
-from ratchet_store_mysql import MySQLJobStore
+from ratchet.errors import DuplicateIdempotencyKeyError, StoreUnavailableError
+from ratchet.spi import JobStatus, NewJob
+from ratchet_store_mysql import MySQLJobStore, _enqueue, _pool
 from ratchet_store_mysql._url import parse_store_url
+from ratchet_store_mysql.testing import ensure_database, with_database
 from ratchet_tck.store import new_job, run_concurrently
 
 T = TypeVar("T")
+POOL_SIZE = 4
+
+
+@pytest.fixture(scope="module")
+def mysql_url(mysql_url: str) -> str:
+    """This module's own database: its tests KILL every session on the database and count
+    rows, so neither may reach (or be reached by) concurrent runs on the shared one."""
+    url = with_database(mysql_url, "ratchet_test_mysql_reconnect")
+    ensure_database(url)
+    return url
 
 
 def _admin(mysql_url: str) -> pymysql.connections.Connection[Any]:
@@ -151,3 +166,185 @@ def test_a_closed_store_refuses_calls() -> None:
     store.close()  # idempotent
     with pytest.raises(Exception, match="closed"):
         store.count_jobs()
+
+
+# -- the first calls after every pooled session was killed ------------------------------
+
+
+def _kill_every_session(store: MySQLJobStore, mysql_url: str) -> None:
+    """Use all pooled connections at once (so the pool holds POOL_SIZE idle ones), then
+    KILL every session on the store's database, as a server restart would."""
+    run_concurrently([lambda: store._one("SELECT SLEEP(0.05)")] * POOL_SIZE)
+    admin = _admin(mysql_url)
+    try:
+        assert _kill_all(admin, parse_store_url(mysql_url).database) >= POOL_SIZE
+    finally:
+        admin.close()
+
+
+def _claim_one(store: MySQLJobStore, job: NewJob) -> bool:
+    [claimed] = store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
+    return claimed.id == job.id
+
+
+def _enqueue_another(store: MySQLJobStore, job: NewJob) -> bool:
+    other = new_job()
+    store.enqueue(other)
+    return store.get_job(other.id) is not None
+
+
+# Each first call returns whether it gave the right answer (raising is the failure looked for).
+FIRST_CALLS: dict[str, Callable[[MySQLJobStore, NewJob], bool]] = {
+    "get_job": lambda store, job: store.get_job(job.id) is not None,
+    "list_jobs": lambda store, job: [j.id for j in store.list_jobs()] == [job.id],
+    "enqueue": _enqueue_another,
+    "count_jobs": lambda store, job: store.count_jobs()[JobStatus.PENDING] == 1,
+    "list_executions": lambda store, job: store.list_executions(job.id) == [],
+    "list_nodes": lambda store, job: store.list_nodes() == [],
+    "database_time": lambda store, job: store.database_time().tzinfo is not None,
+    "claim_due_jobs": _claim_one,
+}
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("call", list(FIRST_CALLS))
+def test_the_first_call_after_every_session_was_killed_succeeds(
+    mysql_url: str, fresh_store: Callable[..., MySQLJobStore], call: str
+) -> None:
+    """Every pooled connection is used, then KILLed (a server restart): the next call,
+    whatever it is (a fenced claim included), succeeds.
+
+    On failure: the pool handed out a connection the server had closed; ``_is_quiet`` must
+    see the readable socket before anything is sent on it."""
+    store = fresh_store(pool_max_size=POOL_SIZE)
+    job = new_job()
+    store.enqueue(job)
+    _kill_every_session(store, mysql_url)
+    assert FIRST_CALLS[call](store, job)
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("call", [c for c in FIRST_CALLS if c != "claim_due_jobs"])
+def test_idempotent_calls_are_retried_when_a_dead_connection_is_not_noticed(
+    mysql_url: str,
+    fresh_store: Callable[..., MySQLJobStore],
+    call: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As above, but the checkout poll is blinded (as when the server's hang-up has not
+    reached the client yet): reads and enqueues still succeed, on a fresh connection.
+
+    On failure: an idempotent call that hit a connection lost in use must be run once more
+    (``PooledStore._run_idempotent``)."""
+    store = fresh_store(pool_max_size=POOL_SIZE)
+    job = new_job()
+    store.enqueue(job)
+    _kill_every_session(store, mysql_url)
+    monkeypatch.setattr(_pool, "_is_quiet", lambda conn: True)
+    assert FIRST_CALLS[call](store, job)
+
+
+@pytest.mark.server
+def test_a_claim_on_a_dead_connection_is_not_retried(
+    mysql_url: str, fresh_store: Callable[..., MySQLJobStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim is not idempotent (a lost answer may hide claimed jobs): on a connection lost
+    in use it raises StoreUnavailableError instead of being run again; nothing is claimed
+    and the next call works."""
+    store = fresh_store(pool_max_size=POOL_SIZE)
+    job = new_job()
+    store.enqueue(job)
+    _kill_every_session(store, mysql_url)
+    monkeypatch.setattr(_pool, "_is_quiet", lambda conn: True)
+    with pytest.raises(StoreUnavailableError) as info:
+        store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
+    assert "ratchet:ratchet" not in str(info.value), "the password leaked into the error"
+    fetched = store.get_job(job.id)
+    assert fetched is not None and fetched.status is JobStatus.PENDING
+
+
+# -- an enqueue whose answer was lost ---------------------------------------------------
+
+
+def _hang_up(cursor: Cursor) -> None:
+    """The server ends this very session, as a restart would; the call then fails."""
+    cursor.execute("SELECT CONNECTION_ID()")
+    row = cursor.fetchone()
+    assert row is not None
+    cursor.execute(f"KILL {int(row[0])}")  # raises, or the next statement does
+    cursor.execute("SELECT 1")
+    raise AssertionError("the session survived KILL")
+
+
+def _lose_the_first_attempt(monkeypatch: pytest.MonkeyPatch, *, after_commit: bool) -> list[int]:
+    """Make the first ``insert_jobs`` lose its connection, after committing (the answer is
+    lost) or before inserting (nothing was written); returns the sizes of the inserts."""
+    real = _enqueue.insert_jobs
+    attempts: list[int] = []
+
+    def insert(cursor: Cursor, jobs: Sequence[NewJob]) -> None:
+        attempts.append(len(jobs))
+        if len(attempts) == 1 and not after_commit:
+            _hang_up(cursor)
+        real(cursor, jobs)
+        if len(attempts) == 1:
+            cursor.connection.commit()
+            _hang_up(cursor)
+
+    monkeypatch.setattr(_enqueue, "insert_jobs", insert)
+    return attempts
+
+
+BATCHES: dict[str, Callable[[], list[NewJob]]] = {
+    "plain": lambda: [new_job()],
+    "idempotency_key": lambda: [new_job(idempotency_key=f"k-{uuid.uuid4()}", tags=("a",))],
+    "business_key": lambda: [new_job(business_key=f"b-{uuid.uuid4()}")],
+    "batch": lambda: [new_job(idempotency_key=f"k-{uuid.uuid4()}") for _ in range(3)],
+}
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("batch", list(BATCHES))
+def test_an_enqueue_whose_answer_was_lost_is_stored_once(
+    store: MySQLJobStore, batch: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transaction commits, then the connection dies before the answer arrives. The
+    store retries on a fresh connection; the retry meets its own rows (same job ids) and
+    succeeds: no false DuplicateIdempotencyKeyError or BusinessKeyConflictError, no second
+    row.
+
+    On failure: a retried enqueue whose key conflict comes from the very job ids it carries
+    must count as stored (``_enqueue.all_stored``)."""
+    jobs = BATCHES[batch]()
+    attempts = _lose_the_first_attempt(monkeypatch, after_commit=True)
+    store.enqueue_many(jobs)
+    assert attempts == [len(jobs), len(jobs)], "the first attempt did not lose its answer"
+    assert store.count_jobs()[JobStatus.PENDING] == len(jobs)
+    for job in jobs:
+        stored = store.get_job(job.id)
+        assert stored is not None and stored.idempotency_key == job.idempotency_key
+    keyed = [job for job in jobs if job.idempotency_key]
+    if keyed:  # the key is really taken, by this job: a new enqueue with it is refused
+        monkeypatch.undo()
+        assert keyed[0].idempotency_key is not None
+        assert store.find_job_id_by_idempotency_key(keyed[0].idempotency_key) == keyed[0].id
+        with pytest.raises(DuplicateIdempotencyKeyError) as info:
+            store.enqueue(new_job(idempotency_key=keyed[0].idempotency_key))
+        assert info.value.existing_job_id == keyed[0].id
+
+
+@pytest.mark.server
+def test_a_retried_enqueue_still_reports_a_key_held_by_another_job(
+    store: MySQLJobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection dies before anything was written; the retry then meets a key held by
+    another job: that is a real conflict and must be raised, naming the holder."""
+    holder = new_job(idempotency_key="taken")
+    store.enqueue(holder)
+    attempts = _lose_the_first_attempt(monkeypatch, after_commit=False)
+    late = new_job(idempotency_key="taken")
+    with pytest.raises(DuplicateIdempotencyKeyError) as info:
+        store.enqueue(late)
+    assert len(attempts) == 2, "the enqueue was not retried"
+    assert info.value.existing_job_id == holder.id
+    assert store.get_job(late.id) is None

@@ -123,10 +123,12 @@ def test_params_and_tags_round_trip(store: MySQLJobStore) -> None:
 @server
 def test_matched_rows_decide_not_changed_rows(store: MySQLJobStore) -> None:
     """CLIENT.FOUND_ROWS: an UPDATE that matches a row but leaves it as it was still counts
-    1. Recording the same late outcome twice is such an UPDATE; without the flag the second
-    call would wrongly answer False."""
+    1. Marking the start of a claim that recorded it already, and recording the same late
+    outcome twice, are such UPDATEs; without the flag they would wrongly answer False."""
     store.enqueue(new_job())
     [first] = store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
+    assert first.start_recorded
+    assert store.mark_started(first.id, first.claim_seq)  # recorded already: changes nothing
     assert store.release_claim(first.id, first.claim_seq, message="released")
     for _ in range(2):
         assert store.record_late_outcome(first.id, first.claim_seq, succeeded=True, message="ok")

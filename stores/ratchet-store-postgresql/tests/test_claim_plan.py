@@ -74,7 +74,7 @@ def _input(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _claim_plan(conn: psycopg.Connection[Any], boost: float) -> dict[str, Any]:
-    params = {"node_id": "explain", "limit": 50, "boost": boost}
+    params = {"node_id": "explain", "limit": 50, "boost": boost, "start_now": 10}
     row = conn.execute(f"EXPLAIN (FORMAT JSON) {CLAIM_DUE_JOBS}", params).fetchone()
     assert row is not None
     plan: dict[str, Any] = row[0][0]["Plan"]
@@ -118,12 +118,21 @@ def test_claim_order_on_the_backlog_matches_a_full_sort(
     backlog: psycopg.Connection[Any], postgresql_url: str
 ) -> None:
     """With ageing, the first 60 claimed of 200,000 are exactly the first 60 of a full
-    ORDER BY over every pending job, in that order (levels merged correctly)."""
+    ORDER BY over every pending job, in that order (levels merged correctly), and
+    ``start_now=45`` records the start of exactly the first 45 of that order (across the
+    level boundary at 40), in the rows as in the returned jobs."""
     expected = [row[0] for row in backlog.execute(_REFERENCE_ORDER, (BOOST, 60))]
     store = PostgreSQLJobStore.from_url(postgresql_url)
     try:
-        claimed = store.claim_due_jobs(node_id="order", limit=60, priority_boost_seconds=BOOST)
+        claimed = store.claim_due_jobs(
+            node_id="order", limit=60, priority_boost_seconds=BOOST, start_now=45
+        )
     finally:
         store.close()
     assert [job.id for job in claimed] == expected
     assert [job.priority for job in claimed] == [4] * 40 + [3] * 20
+    assert [job.start_recorded for job in claimed] == [True] * 45 + [False] * 15
+    started = backlog.execute(
+        "SELECT id FROM ratchet_job WHERE status = 'RUNNING' AND started_seq = claim_seq"
+    ).fetchall()
+    assert sorted(row[0] for row in started) == sorted(expected[:45])

@@ -13,7 +13,13 @@ import psycopg
 import pytest
 
 from ratchet.plugins import PluginRegistry
-from ratchet.spi import SupportsSchema, SupportsTestReset
+from ratchet.spi import (
+    ORPHAN_RECOVERED_MESSAGE,
+    ExecutionStatus,
+    JobStatus,
+    SupportsSchema,
+    SupportsTestReset,
+)
 from ratchet_store_postgresql import PostgreSQLJobStore, schema_sql
 from ratchet_store_postgresql.schema import migrations
 from ratchet_store_postgresql.testing import ensure_database, with_database
@@ -34,7 +40,7 @@ TABLES = {
 
 def test_schema_sql_is_every_migration_without_a_connection() -> None:
     text = schema_sql()
-    assert [m.name for m in migrations()] == ["0001_initial.sql"]
+    assert [m.name for m in migrations()] == ["0001_initial.sql", "0002_crash_charges.sql"]
     for table in TABLES | {"ratchet_schema_version"}:
         assert f"CREATE TABLE {table}" in text or f"EXISTS {table}" in text, table
     assert "WHERE status = 'PENDING'" in text  # the partial claim index
@@ -77,24 +83,79 @@ def empty_database(postgresql_url: str) -> Iterator[str]:
 
 @pytest.mark.server
 def test_concurrent_nodes_apply_each_migration_once(empty_database: str) -> None:
-    """Six stores open an empty database at once: one applies 0001, the others wait on the
-    advisory lock and find nothing to do; applying again is a no-op."""
+    """Six stores open an empty database at once: one applies every migration, the others
+    wait on the advisory lock and find nothing to do; applying again is a no-op."""
     stores = [
         PostgreSQLJobStore.from_url(empty_database, auto_migrate=False, pool_min_size=1)
         for _ in range(6)
     ]
     try:
         results = run_concurrently([partial(store.apply_schema) for store in stores])
-        assert sorted(map(str, results)) == ["['0001_initial.sql']"] + ["[]"] * 5
+        every = str([m.name for m in migrations()])
+        assert sorted(map(str, results)) == [every] + ["[]"] * 5
         assert stores[0].apply_schema() == []
     finally:
         for store in stores:
             store.close()
     with psycopg.connect(empty_database) as conn:
-        versions = conn.execute("SELECT version, name FROM ratchet_schema_version").fetchall()
+        versions = conn.execute(
+            "SELECT version, name FROM ratchet_schema_version ORDER BY version"
+        ).fetchall()
         tables = {row[0] for row in conn.execute("SELECT tablename FROM pg_tables")}
-    assert versions == [(1, "0001_initial.sql")]
+    assert versions == [(1, "0001_initial.sql"), (2, "0002_crash_charges.sql")]
     assert tables >= TABLES
+
+
+# Written as version 1 of the store wrote them: a job claimed (and started) by node
+# "old-node", with its open execution record, and a pending job that crashed twice before.
+_V1_ROWS = """
+INSERT INTO ratchet_job (id, name, target, args_json, kwargs_json, status, priority,
+    attempts, max_retries, backoff, backoff_ms, crash_count, claim_seq, owner, claimed_at,
+    scheduled_at, created_at, started_at, updated_at)
+VALUES ('v1-running', 'j', 'tests:noop', '[]', '{}', 'RUNNING', 2, 0, 3, 'NONE', 0, 1, 2,
+        'old-node', now() - interval '1 hour', now() - interval '2 hours',
+        now() - interval '2 hours', now() - interval '1 hour', now() - interval '1 hour'),
+       ('v1-pending', 'j', 'tests:noop', '[]', '{}', 'PENDING', 2, 0, 3, 'NONE', 0, 2, 2,
+        NULL, NULL, now(), now(), NULL, now());
+INSERT INTO ratchet_execution (job_id, claim_seq, attempt, node_id, status, started_at)
+VALUES ('v1-running', 2, 1, 'old-node', 'RUNNING', now() - interval '1 hour');
+"""
+
+
+@pytest.mark.server
+def test_upgrading_from_version_1_keeps_running_claims_charged(empty_database: str) -> None:
+    """A database at version 1 with a RUNNING claim: 0002 marks its start as recorded
+    (every claim of version 1 started its job), so crash recovery still charges it; the
+    redeliveries so far are its crashes; the store then works on the upgraded schema."""
+    [first, second] = migrations()
+    with psycopg.connect(empty_database) as conn:
+        conn.execute(first.sql.encode("utf-8"))
+        conn.execute(
+            "CREATE TABLE ratchet_schema_version (version integer PRIMARY KEY, name text "
+            "NOT NULL, applied_at timestamptz NOT NULL DEFAULT statement_timestamp())"
+        )
+        conn.execute("INSERT INTO ratchet_schema_version VALUES (1, %s)", (first.name,))
+        conn.execute(_V1_ROWS.encode("utf-8"))
+    store = PostgreSQLJobStore.from_url(empty_database, auto_migrate=False)
+    try:
+        assert store.apply_schema() == [second.name]
+        pending = store.claim_due_jobs(node_id="new-node", limit=5, priority_boost_seconds=0)
+        assert [(job.id, job.redeliveries) for job in pending] == [("v1-pending", 2)]
+        recovery = store.recover_node_claims("old-node", max_crash_redeliveries=3, limit=10)
+        assert (recovery.reset, recovery.exhausted) == (1, ())
+        job = store.get_job("v1-running")
+        assert job is not None and (job.status, job.crash_count) == (JobStatus.PENDING, 2)
+        [execution] = store.list_executions("v1-running")
+        assert (execution.status, execution.message) == (
+            ExecutionStatus.FAILED,
+            ORPHAN_RECOVERED_MESSAGE,
+        )
+        [again] = store.claim_due_jobs(node_id="new-node", limit=1, priority_boost_seconds=0)
+        assert (again.id, again.redeliveries) == ("v1-running", 2)
+        assert store.release_claim(again.id, again.claim_seq, message="drain")
+        assert store.list_executions(again.id)[-1].status is ExecutionStatus.RELEASED
+    finally:
+        store.close()
 
 
 @pytest.mark.server
@@ -103,7 +164,7 @@ def test_ratchet_schema_apply_command(empty_database: str) -> None:
     command = [sys.executable, "-m", "ratchet", "schema", "apply", empty_database]
     first = subprocess.run(command, capture_output=True, text=True, check=True)
     again = subprocess.run(command, capture_output=True, text=True, check=True)
-    assert "Applied: 0001_initial.sql" in first.stdout
+    assert "Applied: 0001_initial.sql, 0002_crash_charges.sql" in first.stdout
     assert "up to date" in again.stdout
     assert ":ratchet@" not in first.stdout + again.stdout
 

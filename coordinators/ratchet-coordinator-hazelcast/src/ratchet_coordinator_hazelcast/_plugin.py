@@ -7,14 +7,17 @@ import os
 from typing import Any
 
 from ratchet.plugins import CoordinatorPlugin, hookimpl
+from ratchet_coordinator_hazelcast._config import HazelcastSettings
 
 RANK = 40
 
 
 def availability(_options: Any, _store: Any) -> str | None:
-    """Installed and configured means available: ``RATCHET_HAZELCAST_MEMBERS`` is set."""
+    """Installed and configured means available: ``RATCHET_HAZELCAST_MEMBERS`` is set.
+    Settings that are set but invalid raise ConfigurationError naming the variable."""
     if not os.environ.get("RATCHET_HAZELCAST_MEMBERS", "").strip():
         return "RATCHET_HAZELCAST_MEMBERS is not set"
+    HazelcastSettings.from_env()  # standard library only: checks every RATCHET_HAZELCAST_*
     return None
 
 

@@ -13,7 +13,6 @@ Why a plain ``ITopic`` and not a reliable topic: see the package README.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +22,7 @@ from hazelcast.lifecycle import LifecycleState
 from hazelcast.proxy.base import TopicMessage
 from hazelcast.proxy.topic import Topic
 
-from ratchet.spi import BroadcastClusterCoordinator
+from ratchet.spi import BroadcastClusterCoordinator, get_logger
 from ratchet_coordinator_hazelcast._config import (
     DEFAULT_CLUSTER_NAME,
     DEFAULT_TOPIC,
@@ -32,7 +31,7 @@ from ratchet_coordinator_hazelcast._config import (
 
 __all__ = ["HazelcastClusterCoordinator"]
 
-log = logging.getLogger("ratchet.coordinator.hazelcast")
+log = get_logger("ratchet.coordinator.hazelcast")
 
 BACKOFF_START = 0.2
 SUBSCRIBE_RETRY_SECONDS = 1.0
@@ -41,9 +40,13 @@ SUBSCRIBE_RETRY_SECONDS = 1.0
 class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
     """Publishes hints to an ``ITopic`` and delivers what its listener receives there.
 
-    The constructor returns once the client is connected and the topic listener is
-    registered with the cluster, or after ``connect_timeout_seconds`` with a warning (the
-    client keeps trying and nodes poll meanwhile); :attr:`ready` tells which.
+    The client connects in the background. The constructor waits until it is connected
+    and the topic listener is registered with the cluster, for at most ``ready_timeout``
+    seconds (default: ``connect_timeout_seconds``), then warns and returns (the client
+    keeps trying and nodes poll meanwhile); :attr:`ready` tells which. The plugin factory
+    passes ``ready_timeout=0``, so ``Ratchet()`` never waits for a cluster that may be
+    down. A hint published before the first subscription counts as a transport failure,
+    as any hint that cannot be sent, but the latest one is kept and sent once subscribed.
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
         topic: str = DEFAULT_TOPIC,
         connect_timeout_seconds: float = 10.0,
         reconnect_max_seconds: float = 30.0,
+        ready_timeout: float | None = None,
     ) -> None:
         super().__init__(node_id)
         self.members = tuple(members)
@@ -68,6 +72,7 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
         self._confirmed = threading.Condition()
         self._state = threading.Lock()
         self._topic: Topic[str] | None = None
+        self._held: str | None = None  # a hint published before the first subscription
         self._publish_failures = 0
         self.connections_opened = 0
         """Cluster connections made by the client (1 + the number of reconnects)."""
@@ -90,12 +95,13 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
             target=self._subscribe, name=f"ratchet-hazelcast-{node_id}", daemon=True
         )
         self._subscriber.start()
-        if not self._ready.wait(connect_timeout_seconds):
+        wait = connect_timeout_seconds if ready_timeout is None else ready_timeout
+        if wait > 0 and not self._ready.wait(wait):
             log.warning(
                 "Hazelcast coordinator is not subscribed on %s after %.1f s; the client keeps "
                 "trying and nodes poll meanwhile.",
                 self._where,
-                connect_timeout_seconds,
+                wait,
             )
 
     @classmethod
@@ -111,6 +117,7 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
             topic=settings.topic,
             connect_timeout_seconds=settings.connect_timeout_seconds,
             reconnect_max_seconds=settings.reconnect_max_seconds,
+            ready_timeout=0,
         )
 
     # -- state ---------------------------------------------------------------------------
@@ -134,6 +141,17 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
 
     def publish(self, payload: str) -> None:
         topic = self._topic
+        if topic is None:
+            with self._state:
+                topic = self._topic
+                # Still subscribing for the first time (nobody waits for it): keep the latest
+                # hint for then, or a producer that enqueues at start would lose it.
+                if topic is None and not self._stop.is_set():
+                    self._held = payload
+                    raise ConnectionError(
+                        f"not connected to the Hazelcast {self._where} yet; the latest hint "
+                        "is sent once subscribed"
+                    )
         if topic is None or not self._connected.is_set():
             raise ConnectionError(f"not connected to the Hazelcast {self._where} (reconnecting)")
         # Asynchronous: notify_new_work runs on the enqueue path and must not wait for the
@@ -145,6 +163,8 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
     def close_transport(self) -> None:
         # Let the last hints reach the member first (bounded): a producer that enqueues and
         # exits at once would otherwise drop its final wakeup with the client.
+        if self._held is not None:
+            self._ready.wait(2.0)
         with self._confirmed:
             self._confirmed.wait_for(lambda: self._unconfirmed == 0, timeout=2.0)
         self._stop.set()
@@ -180,9 +200,21 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
                 continue
             with self._state:
                 self._topic = topic
+                held, self._held = self._held, None
+            if held is not None:
+                self._send_held(held)
+            with self._state:
                 if self._connected.is_set():
                     self._ready.set()
             return
+
+    def _send_held(self, payload: str) -> None:
+        try:
+            self.publish(payload)
+        except Exception as exc:
+            log.warning("Hazelcast coordinator could not send a hint kept since start-up: %s", exc)
+            return
+        self._count("sent")
 
     def _on_lifecycle(self, state: str) -> None:
         if state == LifecycleState.CONNECTED:

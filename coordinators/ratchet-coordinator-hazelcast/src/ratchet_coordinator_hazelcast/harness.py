@@ -8,7 +8,8 @@ stopping the member for real and restores it by starting it again, with the proj
 service script (``scripts/services down|up hazelcast``, found from the working directory or
 named by ``RATCHET_TEST_SERVICES_SCRIPT``; ``none`` forbids restarts). Without that
 script the transport-failure contract is declared N/A. Raw payloads are published on the
-real topic by a separate client.
+real topic by a separate client. The worker process of the wakeup contract joins the same
+cluster on the harness's own topic.
 
 Reads ``RATCHET_HAZELCAST_MEMBERS``, else ``RATCHET_TEST_HAZELCAST_MEMBERS``, and
 ``RATCHET_HAZELCAST_CLUSTER_NAME``.
@@ -29,7 +30,7 @@ from hazelcast.proxy.topic import Topic
 from ratchet.spi import ClusterCoordinator
 from ratchet_coordinator_hazelcast._config import DEFAULT_CLUSTER_NAME, parse_members
 from ratchet_coordinator_hazelcast.coordinator import HazelcastClusterCoordinator
-from ratchet_tck import Capabilities, CoordinatorHarness
+from ratchet_tck import Capabilities, CoordinatorHarness, WorkerProcess
 
 __all__ = ["HazelcastHarness", "services_script"]
 
@@ -61,7 +62,11 @@ class HazelcastHarness(CoordinatorHarness):
     """Coordinators on the real cluster; transport broken by restarting the member."""
 
     max_latency = 2.0
-    capabilities = Capabilities(transport_failure=services_script() is not None, raw_injection=True)
+    capabilities = Capabilities(
+        transport_failure=services_script() is not None,
+        raw_injection=True,
+        separate_processes=True,
+    )
 
     def __init__(self, members: str | None = None, cluster_name: str | None = None) -> None:
         raw = (
@@ -138,6 +143,18 @@ class HazelcastHarness(CoordinatorHarness):
         topic.publish(payload).result()
         if not _eventually(lambda: seen() > before, self.max_latency * 5):
             raise AssertionError(f"the injected payload did not reach {coordinator!r}")
+
+    def worker_process(self) -> WorkerProcess:
+        """A worker on the same cluster and this harness's topic."""
+        return WorkerProcess(
+            coordinator="hazelcast",
+            coordinator_class=HazelcastClusterCoordinator.__name__,
+            environment={
+                "RATCHET_HAZELCAST_MEMBERS": ",".join(self.members),
+                "RATCHET_HAZELCAST_CLUSTER_NAME": self.cluster_name,
+                "RATCHET_HAZELCAST_TOPIC": self.topic,
+            },
+        )
 
     def close(self) -> None:
         for coordinator in self.made:

@@ -6,14 +6,17 @@ import os
 from typing import Any
 
 from ratchet.plugins import CoordinatorPlugin, hookimpl
+from ratchet_coordinator_jms._config import JmsSettings
 
 RANK = 30
 
 
 def availability(_options: Any, _store: Any) -> str | None:
-    """Installed and configured means available: ``RATCHET_JMS_URL`` is set."""
+    """Installed and configured means available: ``RATCHET_JMS_URL`` is set. Settings that
+    are set but invalid raise ConfigurationError naming the variable."""
     if not os.environ.get("RATCHET_JMS_URL", "").strip():
         return "RATCHET_JMS_URL is not set"
+    JmsSettings.from_env()  # standard library only: checks every RATCHET_JMS_* variable
     return None
 
 

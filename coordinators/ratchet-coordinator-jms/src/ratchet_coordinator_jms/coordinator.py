@@ -14,6 +14,7 @@ dead connection can leak into the next one.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import random
 import threading
@@ -24,7 +25,7 @@ from typing import Any
 import stomp  # type: ignore[import-untyped]  # stomp.py ships no type information
 
 from ratchet._redact import redact
-from ratchet.spi import BroadcastClusterCoordinator
+from ratchet.spi import BroadcastClusterCoordinator, get_logger
 from ratchet_coordinator_jms._config import (
     DEFAULT_DESTINATION,
     NODE_HEADER,
@@ -36,7 +37,7 @@ from ratchet_coordinator_jms._config import (
 
 __all__ = ["JmsClusterCoordinator"]
 
-log = logging.getLogger("ratchet.coordinator.jms")
+log = get_logger("ratchet.coordinator.jms")
 
 SUBSCRIPTION_ID = "ratchet-wakeup"
 BACKOFF_START = 0.2
@@ -105,9 +106,14 @@ class _Session:
 class JmsClusterCoordinator(BroadcastClusterCoordinator):
     """Publishes hints to a JMS topic over STOMP and delivers what it receives there.
 
-    ``url`` is ``stomp://[user[:password]@]host[:port]``. The constructor returns once the
-    subscription is confirmed by a RECEIPT, or after ``connect_timeout_seconds`` with a
-    warning (the thread keeps trying and nodes poll meanwhile); :attr:`ready` tells which.
+    ``url`` is ``stomp://[user[:password]@]host[:port]``. The connection thread subscribes
+    in the background. The constructor waits until the subscription is confirmed by a
+    RECEIPT, for at most ``ready_timeout`` seconds (default: ``connect_timeout_seconds``),
+    then warns and returns (the thread keeps trying and nodes poll meanwhile);
+    :attr:`ready` tells which. The plugin factory passes ``ready_timeout=0``, so
+    ``Ratchet()`` never waits for a broker that may be down. A hint published before the
+    first connection counts as a transport failure, as any hint that cannot be sent, but
+    the latest one is kept and sent once subscribed.
     """
 
     def __init__(
@@ -120,6 +126,7 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
         heartbeat_seconds: float = 10.0,
         connect_timeout_seconds: float = 10.0,
         reconnect_max_seconds: float = 30.0,
+        ready_timeout: float | None = None,
     ) -> None:
         super().__init__(node_id)
         self.address: BrokerAddress = parse_url(url)
@@ -134,6 +141,8 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
         self._ready = threading.Event()
         self._connection: Any = None
         self._session: _Session | None = None
+        self._held: str | None = None  # a hint published before the first connection
+        self._first_attempt = threading.Event()  # set once the first attempt ended, either way
         self.connections_opened = 0
         """Connections that reached the subscribed state (1 + the number of reconnects)."""
         if not destination.startswith("/topic/"):
@@ -146,12 +155,14 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
             target=self._run, name=f"ratchet-jms-{node_id}", daemon=True
         )
         self._thread.start()
-        if not self._ready.wait(connect_timeout_seconds):
+        atexit.register(self._send_held_before_exit)
+        wait = connect_timeout_seconds if ready_timeout is None else ready_timeout
+        if wait > 0 and not self._ready.wait(wait):
             log.warning(
                 "JMS coordinator on %s is not subscribed after %.1f s; it keeps trying and "
                 "nodes poll meanwhile.",
                 self._where,
-                connect_timeout_seconds,
+                wait,
             )
 
     @classmethod
@@ -166,6 +177,7 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
             heartbeat_seconds=settings.heartbeat_seconds,
             connect_timeout_seconds=settings.connect_timeout_seconds,
             reconnect_max_seconds=settings.reconnect_max_seconds,
+            ready_timeout=0,
         )
 
     # -- state ---------------------------------------------------------------------------
@@ -190,7 +202,18 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
     def publish(self, payload: str) -> None:
         connection = self._connection
         if connection is None:
-            raise ConnectionError(f"not connected to the broker at {self._where} (reconnecting)")
+            with self._state:
+                # Still making the first connection (nobody waits for it): keep the latest
+                # hint for then, or a producer that enqueues at start would lose it.
+                first = self.connections_opened == 0 and not self._stop.is_set()
+                if first:
+                    self._held = payload
+            raise ConnectionError(
+                f"not connected to the broker at {self._where} yet; the latest hint is sent "
+                "once subscribed"
+                if first
+                else f"not connected to the broker at {self._where} (reconnecting)"
+            )
         connection.send(
             self.destination,
             payload,
@@ -198,6 +221,8 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
         )
 
     def close_transport(self) -> None:
+        atexit.unregister(self._send_held_before_exit)
+        self._send_held_before_exit()
         with self._state:
             self._stop.set()
             session = self._session
@@ -216,21 +241,27 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
                 if self._stop.is_set():
                     return
                 failures += 1
+                self._first_attempt.set()
                 self._log_failure(f"could not subscribe ({self._describe(exc)})", failures)
                 self._backoff(failures)
                 continue
+            held = None
             with self._state:
                 closing = self._stop.is_set()
                 if not closing:
                     self._session = session
                     self._connection = session.connection
                     self.connections_opened += 1
+                    held, self._held = self._held, None
                 reconnected = self.connections_opened > 1
             if closing:  # close() ran while this connection was being opened
                 session.current = False
                 self._dispose(session, graceful=True)
                 return
+            if held is not None:
+                self._send_held(held)
             self._ready.set()
+            self._first_attempt.set()
             if reconnected:
                 log.info("JMS coordinator re-subscribed on %s.", self._where)
                 self.resync()  # hints sent while we were away are lost: poll once now
@@ -253,6 +284,20 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
                 self._backoff(failures)
             else:
                 self._stop.wait(random.uniform(0, BACKOFF_START))  # spread a herd of nodes
+
+    def _send_held_before_exit(self) -> None:
+        """Closing, or the interpreter exiting (``ratchet enqueue``, a producer that enqueues
+        and ends): a first connection attempt under way may still send the kept hint."""
+        if self._held is not None and not self._stop.is_set():
+            self._first_attempt.wait(CLOSE_GRACE_SECONDS)
+
+    def _send_held(self, payload: str) -> None:
+        try:
+            self.publish(payload)
+        except Exception as exc:
+            log.warning("JMS coordinator could not send a hint kept since start-up: %s", exc)
+            return
+        self._count("sent")
 
     def _open(self) -> _Session:
         """Connect, log in, subscribe, and wait for the subscription's RECEIPT."""

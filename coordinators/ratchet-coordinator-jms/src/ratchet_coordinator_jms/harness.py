@@ -5,7 +5,8 @@ take the network path away for real: :meth:`TcpRelay.cut` closes every relayed c
 and refuses new ones (the coordinators see the socket close, exactly as when a broker dies),
 and :meth:`TcpRelay.stall` keeps the sockets open but stops moving bytes (a half-open
 connection, found only by missed heart-beats). The shared broker itself is never restarted.
-Raw payloads are published on the real topic by a separate STOMP client.
+Raw payloads are published on the real topic by a separate STOMP client. The worker process
+of the wakeup contract connects to the broker directly, on the harness's own topic.
 
 Reads ``RATCHET_JMS_URL``, else ``RATCHET_TEST_STOMP_URL``.
 """
@@ -26,7 +27,7 @@ import stomp  # type: ignore[import-untyped]  # stomp.py ships no type informati
 from ratchet.spi import ClusterCoordinator
 from ratchet_coordinator_jms._config import parse_url
 from ratchet_coordinator_jms.coordinator import JmsClusterCoordinator
-from ratchet_tck import Capabilities, CoordinatorHarness
+from ratchet_tck import Capabilities, CoordinatorHarness, WorkerProcess
 
 __all__ = ["JmsHarness", "TcpRelay"]
 
@@ -136,7 +137,7 @@ class JmsHarness(CoordinatorHarness):
     """Coordinators on the real broker, through a relay; one fresh topic per harness."""
 
     max_latency = 2.0
-    capabilities = Capabilities(transport_failure=True, raw_injection=True)
+    capabilities = Capabilities(transport_failure=True, raw_injection=True, separate_processes=True)
 
     def __init__(self, url: str | None = None, *, heartbeat_seconds: float = 1.0) -> None:
         found = url or os.environ.get("RATCHET_JMS_URL") or os.environ.get("RATCHET_TEST_STOMP_URL")
@@ -204,6 +205,14 @@ class JmsHarness(CoordinatorHarness):
                 raise AssertionError(f"the injector could not connect to {self.address.host}")
             self._injector = connection
         return self._injector
+
+    def worker_process(self) -> WorkerProcess:
+        """A worker on the broker itself (not the relay) and this harness's topic."""
+        return WorkerProcess(
+            coordinator="jms",
+            coordinator_class=JmsClusterCoordinator.__name__,
+            environment={"RATCHET_JMS_URL": self.url, "RATCHET_JMS_DESTINATION": self.destination},
+        )
 
     def close(self) -> None:
         for coordinator in self.made:

@@ -5,16 +5,32 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ratchet.errors import ConfigurationError
 from ratchet.plugins import CoordinatorPlugin, hookimpl
+
+URL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 
 
 def availability(_options: Any, store: Any) -> str | None:
-    """Available when the store is PostgreSQL, or ``RATCHET_PG_COORDINATOR_URL`` is set."""
-    if os.environ.get("RATCHET_PG_COORDINATOR_URL", "").strip():
+    """Available when the store is PostgreSQL, or ``RATCHET_PG_COORDINATOR_URL`` is set.
+    A URL of another scheme raises ConfigurationError naming the variable."""
+    url = os.environ.get("RATCHET_PG_COORDINATOR_URL", "").strip()
+    if url:
+        scheme = url.partition("://")[0].lower() if "://" in url else ""
+        if scheme not in URL_SCHEMES:
+            raise ConfigurationError(
+                f"RATCHET_PG_COORDINATOR_URL has scheme {scheme!r}; it must be a "
+                "postgresql:// URL, for example postgresql://user@host/db."
+            )
         return None
-    if getattr(store, "name", None) == "postgresql" and hasattr(store, "conninfo"):
+    if uses_store_database(store):
         return None
     return "the store is not PostgreSQL and RATCHET_PG_COORDINATOR_URL is not set"
+
+
+def uses_store_database(store: Any) -> bool:
+    """Whether the coordinator can LISTEN on the store's own PostgreSQL database."""
+    return getattr(store, "name", None) == "postgresql" and hasattr(store, "conninfo")
 
 
 @hookimpl

@@ -12,7 +12,6 @@ meanwhile are lost.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
@@ -22,16 +21,19 @@ import psycopg
 from psycopg import sql
 
 from ratchet._redact import redact
+from ratchet.errors import ConfigurationError
 from ratchet.spi import (
     BroadcastClusterCoordinator,
     ReconnectBackoff,
     SupportsEnqueueHints,
     encode_envelope,
+    get_logger,
 )
+from ratchet_coordinator_pg._plugin import uses_store_database
 
 __all__ = ["DEFAULT_CHANNEL", "PostgreSQLClusterCoordinator"]
 
-log = logging.getLogger("ratchet.coordinator.pg")
+log = get_logger("ratchet.coordinator.pg")
 
 DEFAULT_CHANNEL = "ratchet_wakeup"
 MAX_PAYLOAD_BYTES = 7999  # PostgreSQL's NOTIFY payload limit is 8000 bytes
@@ -39,7 +41,13 @@ _CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
 class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
-    """Hints through ``NOTIFY channel`` on the PostgreSQL server of ``conninfo``."""
+    """Hints through ``NOTIFY channel`` on the PostgreSQL server of ``conninfo``.
+
+    The listening connection is made in the background, by the same loop that reconnects
+    it. The constructor waits up to ``ready_timeout`` seconds for it (0: not at all; the
+    plugin factory passes 0, so ``Ratchet()`` never waits for a server that may be down);
+    :attr:`ready` and :meth:`wait_until_ready` tell whether it is listening.
+    """
 
     def __init__(
         self,
@@ -68,7 +76,7 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
             target=self._listen, name=f"ratchet-pg-listen-{node_id}", daemon=True
         )
         self._thread.start()
-        if not self._listening.wait(ready_timeout):
+        if ready_timeout > 0 and not self._listening.wait(ready_timeout):
             log.warning(
                 "LISTEN/NOTIFY coordinator is not listening yet; it keeps trying and nodes "
                 "poll meanwhile."
@@ -77,12 +85,20 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
     @classmethod
     def for_store(cls, _options: Any, store: Any, node_id: str) -> PostgreSQLClusterCoordinator:
         """The plugin factory: ``RATCHET_PG_COORDINATOR_URL`` if set, else the store's own
-        database; channel ``RATCHET_PG_CHANNEL`` (default ``ratchet_wakeup``)."""
+        database; channel ``RATCHET_PG_CHANNEL`` (default ``ratchet_wakeup``). Returns at
+        once; the listening connection is made in the background."""
         url = os.environ.get("RATCHET_PG_COORDINATOR_URL", "").strip()
+        if not url and not uses_store_database(store):
+            described = store.describe() if hasattr(store, "describe") else type(store).__name__
+            raise ConfigurationError(
+                f"The LISTEN/NOTIFY coordinator needs a PostgreSQL database, and the store "
+                f"{described} is not one. Use a postgresql:// store, or set "
+                "RATCHET_PG_COORDINATOR_URL to a PostgreSQL server's URL."
+            )
         # The libpq URL form: drop a driver suffix such as "postgresql+psycopg".
         conninfo = "postgresql://" + url.partition("://")[2] if url else store.conninfo
         channel = os.environ.get("RATCHET_PG_CHANNEL") or DEFAULT_CHANNEL
-        coordinator = cls(conninfo, node_id, channel=channel)
+        coordinator = cls(conninfo, node_id, channel=channel, ready_timeout=0)
         if not url and isinstance(store, SupportsEnqueueHints):
             # Same database: the hint rides in the enqueue's own transaction (delivered at
             # commit, no second round trip, never for a rolled-back insert).
@@ -96,6 +112,10 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
     def ready(self) -> bool:
         """LISTENing right now."""
         return self._listening.is_set()
+
+    def wait_until_ready(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the LISTEN; whether it is in place."""
+        return self._listening.wait(timeout)
 
     @property
     def application_names(self) -> tuple[str, str]:

@@ -1,7 +1,9 @@
 """Conformance-kit harness for the LISTEN/NOTIFY coordinator (``ratchet-tck certify
 --coordinator pg``): a real server; the transport is broken by terminating the listening
 connections with ``pg_terminate_backend`` and blocking new ones; raw payloads are sent with
-``pg_notify`` from a separate connection."""
+``pg_notify`` from a separate connection. The worker process of the wakeup contract uses
+a SQLite store and reaches the server through ``RATCHET_PG_COORDINATOR_URL``, on the
+harness's own channel. Nothing here restarts the shared server."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import psycopg
 
 from ratchet.spi import ClusterCoordinator
 from ratchet_coordinator_pg.coordinator import PostgreSQLClusterCoordinator
-from ratchet_tck import Capabilities, CoordinatorHarness
+from ratchet_tck import Capabilities, CoordinatorHarness, WorkerProcess
 from ratchet_tck.coordinator import processed_count, wait_until_processed
 
 
@@ -23,7 +25,7 @@ class PostgreSQLHarness(CoordinatorHarness):
     """Each harness uses its own channel, so concurrent runs do not hear each other."""
 
     max_latency = 2.0
-    capabilities = Capabilities(transport_failure=True, raw_injection=True)
+    capabilities = Capabilities(transport_failure=True, raw_injection=True, separate_processes=True)
 
     def __init__(self, url: str | None = None) -> None:
         url = (
@@ -79,6 +81,17 @@ class PostgreSQLHarness(CoordinatorHarness):
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
         wait_until_processed(coordinator, before, self.max_latency)
+
+    def worker_process(self) -> WorkerProcess:
+        """A worker on a SQLite store, hinted over this server on this harness's channel."""
+        return WorkerProcess(
+            coordinator="pg",
+            coordinator_class=PostgreSQLClusterCoordinator.__name__,
+            environment={
+                "RATCHET_PG_COORDINATOR_URL": self.conninfo,
+                "RATCHET_PG_CHANNEL": self.channel,
+            },
+        )
 
     def close(self) -> None:
         self._stop_killing.set()

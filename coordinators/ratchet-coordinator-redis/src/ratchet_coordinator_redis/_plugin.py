@@ -5,13 +5,24 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ratchet.errors import ConfigurationError
 from ratchet.plugins import CoordinatorPlugin, hookimpl
+
+URL_SCHEMES = ("redis", "rediss", "unix")
 
 
 def availability(_options: Any, _store: Any) -> str | None:
-    """Installed and configured means available."""
-    if not os.environ.get("RATCHET_REDIS_URL", "").strip():
+    """Installed and configured means available: ``RATCHET_REDIS_URL`` is set. A URL of
+    another scheme raises ConfigurationError naming the variable."""
+    url = os.environ.get("RATCHET_REDIS_URL", "").strip()
+    if not url:
         return "RATCHET_REDIS_URL is not set"
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme not in URL_SCHEMES:
+        raise ConfigurationError(
+            f"RATCHET_REDIS_URL has scheme {scheme!r}; it must be a redis://, rediss:// or "
+            "unix:// URL, for example redis://localhost:6379/0."
+        )
     return None
 
 

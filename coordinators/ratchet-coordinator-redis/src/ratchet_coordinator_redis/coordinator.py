@@ -8,7 +8,6 @@ local poller (``resync``), because hints published meanwhile are lost.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from typing import Any
@@ -16,17 +15,24 @@ from typing import Any
 import redis
 
 from ratchet._redact import redact
-from ratchet.spi import BroadcastClusterCoordinator, ReconnectBackoff
+from ratchet.errors import ConfigurationError
+from ratchet.spi import BroadcastClusterCoordinator, ReconnectBackoff, get_logger
 
 __all__ = ["DEFAULT_CHANNEL", "RedisClusterCoordinator"]
 
-log = logging.getLogger("ratchet.coordinator.redis")
+log = get_logger("ratchet.coordinator.redis")
 
 DEFAULT_CHANNEL = "ratchet:wakeup"
 
 
 class RedisClusterCoordinator(BroadcastClusterCoordinator):
-    """Publishes hints to ``channel`` and delivers what it receives there."""
+    """Publishes hints to ``channel`` and delivers what it receives there.
+
+    The subscription is made in the background, by the same loop that reconnects it. The
+    constructor waits up to ``ready_timeout`` seconds for it (0: not at all; the plugin
+    factory passes 0, so ``Ratchet()`` never waits for a server that may be down);
+    :attr:`ready` and :meth:`wait_until_ready` tell whether it is subscribed.
+    """
 
     def __init__(
         self, url: str, node_id: str, *, channel: str = DEFAULT_CHANNEL, ready_timeout: float = 10.0
@@ -43,7 +49,7 @@ class RedisClusterCoordinator(BroadcastClusterCoordinator):
             target=self._listen, name=f"ratchet-redis-{node_id}", daemon=True
         )
         self._thread.start()
-        if not self._subscribed.wait(ready_timeout):
+        if ready_timeout > 0 and not self._subscribed.wait(ready_timeout):
             log.warning(
                 "Redis coordinator on %s is not subscribed yet; it keeps trying and nodes "
                 "poll meanwhile.",
@@ -52,17 +58,29 @@ class RedisClusterCoordinator(BroadcastClusterCoordinator):
 
     @classmethod
     def from_environment(cls, _options: Any, _store: Any, node_id: str) -> RedisClusterCoordinator:
-        """The plugin factory: ``RATCHET_REDIS_URL`` and ``RATCHET_REDIS_CHANNEL``."""
+        """The plugin factory: ``RATCHET_REDIS_URL`` and ``RATCHET_REDIS_CHANNEL``. Returns
+        at once; the subscription is made in the background."""
+        url = os.environ.get("RATCHET_REDIS_URL", "").strip()
+        if not url:
+            raise ConfigurationError(
+                "RATCHET_REDIS_URL is not set; set it to the Redis server's URL, for example "
+                "redis://localhost:6379/0, to use the Redis coordinator."
+            )
         return cls(
-            os.environ["RATCHET_REDIS_URL"],
+            url,
             node_id,
             channel=os.environ.get("RATCHET_REDIS_CHANNEL") or DEFAULT_CHANNEL,
+            ready_timeout=0,
         )
 
     @property
     def ready(self) -> bool:
         """Subscribed right now."""
         return self._subscribed.is_set()
+
+    def wait_until_ready(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the subscription; whether it is made."""
+        return self._subscribed.wait(timeout)
 
     def publish(self, payload: str) -> None:
         self._client.publish(self.channel, payload)

@@ -4,6 +4,8 @@ contract the conformance kit checks. Rules that apply everywhere:
 * take every time that decides correctness from the database clock;
 * every outcome write is fenced: ``WHERE id = ? AND status = 'RUNNING' AND claim_seq = ?``,
   and the affected-row count decides the ``bool`` you return;
+* crash recovery charges only claims whose start was recorded (``started_seq ==
+  claim_seq``: set by the claim for its first ``start_now`` jobs, or by ``mark_started``);
 * transport failures raise (``ratchet.errors.StoreUnavailableError``), never return False.
 """
 
@@ -56,8 +58,16 @@ class ExampleJobStore(JobStore):
         raise NotImplementedError
 
     def claim_due_jobs(
-        self, *, node_id: str, limit: int, priority_boost_seconds: float
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
     ) -> list[ClaimedJob]:
+        raise NotImplementedError
+
+    def mark_started(self, job_id: str, claim_seq: int) -> bool:
         raise NotImplementedError
 
     def complete_job(
@@ -65,7 +75,9 @@ class ExampleJobStore(JobStore):
     ) -> bool:
         raise NotImplementedError
 
-    def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
+    def fail_job(
+        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
+    ) -> bool:
         raise NotImplementedError
 
     def schedule_retry(

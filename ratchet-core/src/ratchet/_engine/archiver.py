@@ -7,17 +7,17 @@ kept by the store, so archived jobs still block duplicate submissions.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from datetime import datetime
 
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule
+from ratchet._logs import get_logger
 from ratchet.spi import JobStore
 
 __all__ = ["Archiver"]
 
-log = logging.getLogger("ratchet.archiver")
+log = get_logger("ratchet.archiver")
 
 ARCHIVER_LOCK = "ratchet:archiver"
 MAX_BATCHES_PER_RUN = 1000

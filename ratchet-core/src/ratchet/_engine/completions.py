@@ -24,19 +24,19 @@ recovery runs those jobs again: at-least-once, as for any crash mid-job. An orde
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ratchet._engine.outcome_writes import applied_before, with_retries
+from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, Completion, JobStatus
 from ratchet.spi import JobStore
 
 __all__ = ["CompletionWriter"]
 
-log = logging.getLogger("ratchet.worker")
+log = get_logger("ratchet.worker")
 
 BatchWriter = Callable[[Sequence[Completion]], list[bool]]
 Recorded = Callable[[ClaimedJob, "bool | None"], None]

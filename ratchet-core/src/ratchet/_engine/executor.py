@@ -1,22 +1,32 @@
-"""Bounded execution: sync jobs on a thread pool, ``async def`` jobs on one event loop."""
+"""Bounded execution: sync jobs on a thread pool, ``async def`` jobs on one event loop.
+
+A slot is held until the job's outcome is recorded, including while a timed-out sync
+body still runs (:mod:`ratchet._engine.timeouts`); a watchdog reports an async job that
+blocks the loop (:mod:`ratchet._engine.loop_watchdog`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ratchet._engine.runner import JobRunner
+from ratchet._engine.loop_watchdog import LoopWatchdog
+from ratchet._engine.runner import JobRunner, summarize_failure
+from ratchet._logs import get_logger
+from ratchet._redact import redact
 from ratchet._types import ClaimedJob
 
 __all__ = ["JobExecutor"]
 
-log = logging.getLogger("ratchet.worker")
+log = get_logger("ratchet.worker")
+
+# How long the async jobs' event loop may not answer before the watchdog warns.
+LOOP_STALL_SECONDS = 1.0
 
 
 class _DaemonThreadPool:
@@ -79,10 +89,16 @@ class JobExecutor:
         self._pool = _DaemonThreadPool(concurrency, "ratchet-job")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
+        self._watchdog: LoopWatchdog | None = None
+        self.loop_stall_seconds = LOOP_STALL_SECONDS
+        # A Condition on an RLock: stop_waiting() may run in a signal handler on a thread
+        # that is inside wait_until_idle().
         self._changed = threading.Condition()
         self._in_flight: dict[
             tuple[str, int], tuple[ClaimedJob, concurrent.futures.Future[Any] | None]
         ] = {}
+        self._on_loop: set[tuple[str, int]] = set()
+        self._stop_waiting = False
         self.completed = 0
 
     def free_slots(self) -> int:
@@ -118,11 +134,25 @@ class JobExecutor:
     def _start(self, job: ClaimedJob, key: tuple[str, int]) -> None:
         started = time.monotonic()
         future: concurrent.futures.Future[Any]
-        if self.runner.is_async(job):
-            coroutine = self.runner.run_async(job)
-            future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
-        else:
-            future = self._pool.submit(self.runner.run_sync, job)
+        try:
+            if self.runner.is_async(job):
+                loop = self._event_loop()
+                with self._changed:
+                    self._on_loop.add(key)
+                future = asyncio.run_coroutine_threadsafe(self.runner.run_async(job), loop)
+            else:
+                future = self._pool.submit(self.runner.run_sync, job)
+        except BaseException as exc:  # defensive: a job that cannot start is its failure
+            log.error(
+                "Could not start job %s (%s): %s",
+                job.id,
+                job.name,
+                redact(summarize_failure(exc, limit=500)),
+                exc_info=exc,
+            )
+            with self._changed:
+                self._on_loop.discard(key)
+            future = self._pool.submit(self.runner.record_failure, job, exc)
         with self._changed:
             if key in self._in_flight:
                 self._in_flight[key] = (job, future)
@@ -131,26 +161,53 @@ class JobExecutor:
     def _finished(
         self, key: tuple[str, int], future: concurrent.futures.Future[Any], started: float
     ) -> None:
-        if self._on_slot_time is not None:
-            self._on_slot_time(time.monotonic() - started)
+        """Free the slot whatever happened; a callback that raises is logged, not lost."""
         outcome = None
-        if not future.cancelled() and future.exception() is not None:
-            # The runner records every job failure itself; this is a bug or a store outage
-            # while recording. The claim stays RUNNING and orphan recovery takes it back.
-            log.error("Recording the outcome of job %s failed: %s", key[0], future.exception())
-        elif not future.cancelled():
-            outcome = future.result()
-        with self._changed:
-            self._in_flight.pop(key, None)
-            self.completed += 1
-            self._changed.notify_all()
+        try:
+            if self._on_slot_time is not None:
+                self._on_slot_time(time.monotonic() - started)
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                # The runner records every outcome itself and never raises: this is a bug.
+                # The claim stays RUNNING until a drain releases it or recovery takes it.
+                log.error(
+                    "Running job %s failed outside the job: %s",
+                    key[0],
+                    redact(summarize_failure(error, limit=500)),
+                    exc_info=error,
+                )
+            elif not future.cancelled():
+                outcome = future.result()
+        finally:
+            with self._changed:
+                self._in_flight.pop(key, None)
+                self._on_loop.discard(key)
+                self.completed += 1
+                self._changed.notify_all()
         if self._on_done is not None:
-            self._on_done(outcome)
+            try:
+                self._on_done(outcome)
+            except Exception:
+                log.exception("Handling the end of job %s failed.", key[0])
 
     def wait_until_idle(self, timeout: float | None) -> bool:
-        """Block until nothing runs, or ``timeout`` seconds pass; True when idle."""
+        """Block until nothing runs, or ``timeout`` seconds pass, or :meth:`stop_waiting`
+        is called; True when idle."""
         with self._changed:
-            return self._changed.wait_for(lambda: not self._in_flight, timeout)
+            self._changed.wait_for(lambda: not self._in_flight or self._stop_waiting, timeout)
+            return not self._in_flight
+
+    def stop_waiting(self) -> None:
+        """Make :meth:`wait_until_idle` return now, and at once from then on (a drain cut
+        short). Safe to call from a signal handler."""
+        with self._changed:
+            self._stop_waiting = True
+            self._changed.notify_all()
+
+    def on_loop(self) -> list[ClaimedJob]:
+        """The async jobs currently on the event loop."""
+        with self._changed:
+            return [self._in_flight[key][0] for key in self._on_loop if key in self._in_flight]
 
     def wait_for_change(self, timeout: float) -> None:
         """Block until a job finishes or ``timeout`` passes."""
@@ -173,10 +230,14 @@ class JobExecutor:
                 )
                 thread.start()
                 self._loop, self._loop_thread = loop, thread
+                self._watchdog = LoopWatchdog(loop, self.on_loop, self.loop_stall_seconds)
+                self._watchdog.start()
             return self._loop
 
     def shutdown(self) -> None:
         """Stop accepting work; threads still running a job finish in the background."""
         self._pool.shutdown()
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)

@@ -8,7 +8,7 @@ heartbeats never make a live node look dead.
 
 from __future__ import annotations
 
-__all__ = ["heartbeat_interval", "retry_delay"]
+__all__ = ["heartbeat_interval", "longest_heartbeat_interval", "retry_delay"]
 
 
 def heartbeat_interval(
@@ -30,7 +30,14 @@ def heartbeat_interval(
     else:
         load_factor = 1.0
     interval = min(max(base * node_factor * load_factor, base / 4), base * 2)
-    return min(interval, grace / 3)
+    return min(interval, longest_heartbeat_interval(base, grace))
+
+
+def longest_heartbeat_interval(base: float, grace: float) -> float:
+    """The longest :func:`heartbeat_interval` can be: a live node with these settings
+    heartbeats at least this often (failed heartbeats are retried sooner, see
+    :func:`retry_delay`)."""
+    return min(base * 2, grace / 3)
 
 
 def retry_delay(previous: float, grace: float, jitter: float) -> float:

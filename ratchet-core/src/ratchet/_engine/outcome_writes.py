@@ -9,19 +9,19 @@ stale.
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, JobStatus
 from ratchet.spi import JobStore
 
 __all__ = ["applied_before", "with_retries"]
 
-log = logging.getLogger("ratchet.worker")
+log = get_logger("ratchet.worker")
 
 T = TypeVar("T")
 

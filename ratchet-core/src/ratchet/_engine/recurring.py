@@ -8,11 +8,11 @@ business key, so a new instant waits while the previous one is still pending or 
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ratchet._cron import CronSchedule, parse_misfire
+from ratchet._logs import get_logger
 from ratchet._types import NewJob, RecurringDefinition
 from ratchet._uuid import new_job_id
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FIRE_TIME_PARAM", "RecurringScheduler"]
 
-log = logging.getLogger("ratchet.recurring")
+log = get_logger("ratchet.recurring")
 
 SCHEDULER_LOCK = "ratchet:recurring-scheduler"
 CLEANUP_ACTION = "recurring-cleanup"
@@ -37,6 +37,9 @@ class RecurringScheduler:
         self.node_id = app.node_id
         self.max_sleep = max_sleep
         self.fired = 0
+        # Schedules that failed at the last pass, by id, with what they held then: each
+        # failure is logged once, not at every pass (see _cannot_schedule).
+        self._failing: dict[str, tuple[str, str, str]] = {}
 
     def sync_definitions(self) -> None:
         """Save this application's ``@app.recurring`` definitions and, under a start-up
@@ -69,14 +72,42 @@ class RecurringScheduler:
         for definition in self.store.list_recurring():
             try:
                 upcoming = self._fire_due(definition, now)
-            except Exception:
-                log.exception("Recurring job %r could not be scheduled.", definition.id)
+            except Exception as exc:
+                self._cannot_schedule(definition, exc)
                 continue
+            self._failing.pop(definition.id, None)
             if next_fire is None or upcoming < next_fire:
                 next_fire = upcoming
         if next_fire is None:
             return self.max_sleep
         return min(max((next_fire - now).total_seconds(), 0.0), self.max_sleep)
+
+    def _cannot_schedule(self, definition: RecurringDefinition, exc: Exception) -> None:
+        """Log a schedule that failed once, then skip it quietly while it keeps failing
+        with the same cron, zone and misfire policy (it would fail at every pass). A
+        ValueError is the stored schedule itself (an expression that never fires, saved
+        before such expressions were refused, or an unknown zone): no traceback."""
+        held = (definition.cron, definition.zone, definition.misfire)
+        if self._failing.get(definition.id) == held:
+            log.debug("Recurring job %r still cannot be scheduled: %s", definition.id, exc)
+            return
+        self._failing[definition.id] = held
+        if isinstance(exc, ValueError):
+            log.error(
+                "Recurring job %r (cron %r, zone %r) cannot be scheduled: %s. It is skipped "
+                "until its schedule is saved again or removed (ratchet recurring cancel %s).",
+                definition.id,
+                definition.cron,
+                definition.zone,
+                str(exc).rstrip("."),
+                definition.id,
+            )
+        else:
+            log.exception(
+                "Recurring job %r could not be scheduled; it is retried at every pass "
+                "(logged again only once it has worked).",
+                definition.id,
+            )
 
     def release(self) -> None:
         self.store.release_lock(SCHEDULER_LOCK, self.node_id)

@@ -1,7 +1,13 @@
 """Running one claimed job and recording its outcome, fenced by ``claim_seq``.
 
-Nothing a job does can take the worker down: every exception, an unimportable or refused
-target, undecodable arguments or a timeout becomes that job's failure.
+Nothing a job does can take the worker down, and every outcome of a body is recorded:
+every exception, including BaseExceptions such as SystemExit, KeyboardInterrupt or
+GeneratorExit, an unimportable or refused target, undecodable arguments or a timeout
+becomes that job's failure, retried or dead-lettered by the usual rules (a body calling
+``sys.exit()`` is a failing job, not a request to stop the worker: only signals stop it).
+A result that cannot be stored is dropped and the job succeeds. Should recording itself
+fail unexpectedly, the job is dead-lettered with what went wrong, or at least the error
+is logged; the slot is freed either way.
 """
 
 from __future__ import annotations
@@ -9,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,11 +22,15 @@ from typing import Any
 
 from ratchet import _context
 from ratchet._codec import encode_result
+from ratchet._context import JobContext
 from ratchet._engine.completions import CompletionWriter
 from ratchet._engine.outcome_writes import applied_before, with_retries
+from ratchet._engine.targets import resolve_untrusted_target
+from ratchet._engine.timeouts import await_with_timeout, call_with_timeout
 from ratchet._failures import is_do_not_retry
-from ratchet._imports import resolve_reference
-from ratchet._jobs import JobDefinition, JobFunction
+from ratchet._jobs import JobDefinition
+from ratchet._limits import MAX_DELAY_SECONDS
+from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._retry import backoff_seconds
 from ratchet._types import ClaimedJob, Completion, JobStatus
@@ -30,19 +39,51 @@ from ratchet.spi import ClassPolicy, JobStore, RetryPolicy
 
 __all__ = ["JobRunner", "Outcome", "resolve_target"]
 
-log = logging.getLogger("ratchet.worker")
+log = get_logger("ratchet.worker")
 
 MAX_ERROR_CHARS = 16_000
+RECORDING_FAILED_MESSAGE = (
+    "Ratchet could not record the outcome of this attempt (see below), so it moved the "
+    "job to the dead-letter queue rather than leave it RUNNING. Its body may have "
+    "finished; retry the job once the cause is fixed."
+)
 
 
 def describe_failure(exc: BaseException) -> str:
-    """Type, message and traceback, redacted and bounded, for ``last_error``."""
-    summary = f"{type(exc).__qualname__}: {exc}"
-    detail = "".join(traceback.format_exception(exc))
-    text = redact(f"{summary}\n\n{detail}")
+    """Type, message and traceback, redacted and bounded, for ``last_error``.
+
+    Must not raise: a message or traceback that cannot be rendered (a ``__str__`` that
+    raises) is replaced by ``<unprintable …>``.
+    """
+    try:
+        detail = "".join(traceback.format_exception(exc))
+    except BaseException:  # a broken __str__, __notes__ or traceback; never fatal here
+        detail = f"{_type_name(exc)}: <traceback unavailable>"
+    text = f"{summarize_failure(exc)}\n\n{detail[: MAX_ERROR_CHARS * 2]}"
+    text = redact(text)
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 40] + "\n… (truncated)"
     return text
+
+
+def summarize_failure(exc: BaseException, limit: int = MAX_ERROR_CHARS) -> str:
+    """``Type: message``, bounded; ``Type: <unprintable Type>`` when ``str(exc)`` raises.
+    Must not raise. Not redacted (callers redact what leaves the process)."""
+    name = _type_name(exc)
+    try:
+        message = str(exc)
+    except BaseException:  # the exception's own __str__ failed
+        message = f"<unprintable {name}>"
+    if len(message) > limit:
+        message = message[: limit - 1] + "…"
+    return f"{name}: {message}"
+
+
+def _type_name(exc: BaseException) -> str:
+    try:
+        return str(type(exc).__qualname__)
+    except BaseException:
+        return "<unknown exception type>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,30 +101,15 @@ def resolve_target(
 ) -> tuple[Callable[..., Any], bool]:
     """The callable to run and whether it is ``async``.
 
-    Registered job names are always allowed. Anything else must pass ``policy`` before
-    its module is imported; refused or broken targets raise TargetNotAllowedError.
+    Registered job names are always allowed. Anything else is untrusted text, checked
+    by ``policy`` before its module is imported and again on every object it resolves
+    to (:mod:`ratchet._engine.targets`); refused or broken targets raise
+    TargetNotAllowedError.
     """
     definition = registry.get(job.name)
     if definition is not None:
         return definition.func, definition.is_async
-    if not policy.is_allowed(job.target):
-        raise TargetNotAllowedError(
-            f"Job {job.id!r} targets {job.target!r}, which is neither a job registered with "
-            "this application nor inside an allowed module. Register it with @app.job in a "
-            "module the worker imports, or add its module to RATCHET_ALLOWED_MODULES."
-        )
-    try:
-        obj = resolve_reference(job.target)
-    except Exception as exc:
-        raise TargetNotAllowedError(
-            f"Job {job.id!r} targets {job.target!r}, which cannot be imported: {exc}. "
-            "Deploy the code that defines it to this worker."
-        ) from exc
-    if isinstance(obj, JobFunction):
-        return obj.definition.func, obj.definition.is_async
-    if not callable(obj):
-        raise TargetNotAllowedError(f"Job target {job.target!r} is {obj!r}, not a function.")
-    return obj, asyncio.iscoroutinefunction(obj)
+    return resolve_untrusted_target(job.id, job.target, policy)
 
 
 class JobRunner:
@@ -98,9 +124,11 @@ class JobRunner:
         retry_policy: RetryPolicy,
         on_stale: Callable[[ClaimedJob], None] | None = None,
         keep_trying: Callable[[], bool] = lambda: False,
+        max_result_bytes: int = 100 * 1024,
     ) -> None:
         """Successes are written one at a time unless :attr:`completions` is set to a
         :class:`~ratchet._engine.completions.CompletionWriter` (background batches).
+        A result whose JSON exceeds ``max_result_bytes`` is dropped (the job succeeds).
 
         ``keep_trying`` says whether an outcome write that failed (the store was
         unreachable) should be tried again. A live node's claims are never recovered by
@@ -114,25 +142,28 @@ class JobRunner:
         self.class_policy = class_policy
         self.retry_policy = retry_policy
         self.on_stale = on_stale
+        self.max_result_bytes = max_result_bytes
 
     # -- running -------------------------------------------------------------------------
 
     def run_sync(self, job: ClaimedJob) -> Outcome:
-        """Run a synchronous job in the calling thread (its timeout in a helper thread)."""
+        """Run a synchronous job in the calling thread (with a timeout, on a helper thread
+        that the calling thread waits for: see :mod:`ratchet._engine.timeouts`)."""
         try:
             func, is_async = resolve_target(job, self.registry, self.class_policy)
             args, kwargs = _decode(job)
             if is_async:
                 result = asyncio.run(self._call_async(job, func, args, kwargs))
             elif job.timeout_seconds:
-                result = self._call_with_timeout(job, func, args, kwargs)
+                context = self._context(job)
+                result = call_with_timeout(
+                    job, context, lambda: self._call(context, func, args, kwargs)
+                )
             else:
-                result = self._call(job, func, args, kwargs)
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt | SystemExit):
-                raise
-            return self._record_failure(job, exc)
-        return self._record_success(job, result)
+                result = self._call(self._context(job), func, args, kwargs)
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt too: see the module
+            return self.record_failure(job, exc)
+        return self.record_success(job, result)
 
     async def run_async(self, job: ClaimedJob) -> Outcome:
         """Run an ``async def`` job on the current event loop."""
@@ -140,25 +171,25 @@ class JobRunner:
             func, _ = resolve_target(job, self.registry, self.class_policy)
             args, kwargs = _decode(job)
             result = await self._call_async(job, func, args, kwargs)
-        except Exception as exc:
-            return await asyncio.to_thread(self._record_failure, job, exc)
         except asyncio.CancelledError as exc:
-            await asyncio.to_thread(self._record_failure, job, exc)
+            await asyncio.to_thread(self.record_failure, job, exc)
             raise
-        return await asyncio.to_thread(self._record_success, job, result)
+        except BaseException as exc:  # caught here, before asyncio would stop the loop
+            return await asyncio.to_thread(self.record_failure, job, exc)
+        return await asyncio.to_thread(self.record_success, job, result)
 
     def is_async(self, job: ClaimedJob) -> bool:
         """Whether ``job`` should go to the event loop; unresolvable jobs run as sync
         so their failure is recorded by :meth:`run_sync`."""
         try:
             return resolve_target(job, self.registry, self.class_policy)[1]
-        except TargetNotAllowedError:
+        except BaseException:  # whatever resolving raised, run_sync raises and records it
             return False
 
     @staticmethod
     def _context(job: ClaimedJob) -> _context.JobContext:
         logger = logging.LoggerAdapter(
-            logging.getLogger(f"ratchet.job.{job.name}"),
+            get_logger(f"ratchet.job.{job.name}"),
             {"job_id": job.id, "attempt": job.attempt},
         )
         return _context.JobContext(
@@ -170,38 +201,18 @@ class JobRunner:
             logger=logger,
         )
 
+    @staticmethod
     def _call(
-        self, job: ClaimedJob, func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
+        context: JobContext,
+        func: Callable[..., Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
     ) -> Any:
-        token = _context._set(self._context(job))
+        token = _context._set(context)
         try:
             return func(*args, **kwargs)
         finally:
             _context._reset(token)
-
-    def _call_with_timeout(
-        self, job: ClaimedJob, func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
-    ) -> Any:
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["result"] = self._call(job, func, args, kwargs)
-            except BaseException as exc:
-                box["error"] = exc
-
-        thread = threading.Thread(target=target, name=f"ratchet-job-{job.id}", daemon=True)
-        thread.start()
-        thread.join(job.timeout_seconds)
-        if thread.is_alive():
-            # Python cannot stop a thread: the call goes on, but its result is discarded.
-            raise TimeoutError(
-                f"Job {job.name!r} exceeded its timeout of {job.timeout_seconds:g} s; its "
-                "thread cannot be stopped and anything it returns later is discarded."
-            )
-        if "error" in box:
-            raise box["error"]
-        return box.get("result")
 
     async def _call_async(
         self, job: ClaimedJob, func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
@@ -210,21 +221,59 @@ class JobRunner:
         try:
             call = func(*args, **kwargs)
             if job.timeout_seconds:
-                try:
-                    return await asyncio.wait_for(call, job.timeout_seconds)
-                except TimeoutError:
-                    raise TimeoutError(
-                        f"Job {job.name!r} exceeded its timeout of {job.timeout_seconds:g} s "
-                        "and was cancelled."
-                    ) from None
+                return await await_with_timeout(job, call)
             return await call
         finally:
             _context._reset(token)
 
     # -- outcomes ------------------------------------------------------------------------
 
+    def record_success(self, job: ClaimedJob, result: Any) -> Outcome:
+        """Record this attempt's success with ``result`` (dropped when it cannot be
+        stored). Must not raise: see :meth:`_guarded`."""
+        return self._guarded(job, lambda: self._record_success(job, result))
+
+    def record_failure(self, job: ClaimedJob, exc: BaseException) -> Outcome:
+        """Record ``exc`` as the failure of this attempt (retry or dead-letter queue).
+
+        Must not raise: see :meth:`_guarded`."""
+        return self._guarded(job, lambda: self._record_failure(job, exc))
+
+    def _guarded(self, job: ClaimedJob, record: Callable[[], Outcome]) -> Outcome:
+        """``record()``, with a last line of defence: should it raise (a bug, a policy
+        that raised, a store still unreachable when ``keep_trying`` said stop), the job is
+        dead-lettered with what went wrong (``retry_job`` runs it again), or, when even
+        that write fails, the error is logged and ``unrecorded`` returned: the claim stays
+        RUNNING until orphan recovery or a drain releases it. Never raises."""
+        try:
+            return record()
+        except BaseException as exc:
+            failure = summarize_failure(exc, limit=500)
+            log.error(
+                "Recording the outcome of job %s (%s) failed: %s",
+                job.id,
+                job.name,
+                redact(failure),
+                exc_info=exc,
+            )
+            error = describe_failure(exc)
+            try:
+                recorded = self.store.fail_job(
+                    job.id, job.claim_seq, error=f"{RECORDING_FAILED_MESSAGE}\n\n{error}"
+                )
+            except BaseException as again:
+                log.error(
+                    "Job %s (%s) could not be dead-lettered either (%s); it stays RUNNING "
+                    "until its claim is released or recovered.",
+                    job.id,
+                    job.name,
+                    redact(summarize_failure(again, limit=500)),
+                )
+                return Outcome(job.id, "unrecorded", False)
+            return Outcome(job.id, "failed" if recorded else "stale", recorded)
+
     def _record_success(self, job: ClaimedJob, result: Any) -> Outcome:
-        result_json, result_type = encode_result(job.name, result)
+        result_json, result_type = encode_result(job.name, result, max_bytes=self.max_result_bytes)
         if self.completions is not None:
             completion = Completion(
                 job_id=job.id,
@@ -285,7 +334,7 @@ class JobRunner:
                 job.id,
                 job.name,
                 job.attempt,
-                redact(f"{type(exc).__name__}: {exc}"),
+                redact(summarize_failure(exc, limit=500)),
             )
         if not recorded:
             self._stale(job, succeeded=False, message=error)
@@ -320,6 +369,15 @@ class JobRunner:
             delay = float(self.retry_policy.get_delay(job.attempt))
         except Exception:
             log.exception("RetryPolicy raised for job %s; using the job's own backoff.", job.id)
+            delay = 0.0
+        if not delay <= MAX_DELAY_SECONDS:  # NaN, inf or past 10 years: it cannot be stored
+            log.warning(
+                "RetryPolicy.get_delay returned %r s for job %s, over the %.0f s limit; using the "
+                "job's own backoff.",
+                delay,
+                job.id,
+                MAX_DELAY_SECONDS,
+            )
             delay = 0.0
         if delay <= 0:
             delay = backoff_seconds(job.backoff, job.backoff_ms, job.attempt)

@@ -4,26 +4,33 @@ Lifecycle: :meth:`Worker.start` registers the node, takes back this node's own c
 left by a previous run, then starts the threads. :meth:`Worker.stop` drains in order:
 stop claiming; stop the poller and maintenance; wait for running jobs up to the
 timeout; release the claims still running back to PENDING with no charge; interrupt
-what still runs; stop the heartbeat; release resources.
+what still runs; stop the heartbeat; release resources. A background thread that dies of
+anything but a store failure stops the worker the same way (see
+:mod:`ratchet._engine.threads`).
 """
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ratchet._config import check_option
 from ratchet._engine.archiver import Archiver
 from ratchet._engine.completions import CompletionWriter
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.heartbeat import heartbeat_interval, retry_delay
+from ratchet._engine.node_guard import RegistrationWatch, refuse_live_duplicate
+from ratchet._engine.outcome_writes import with_retries
 from ratchet._engine.polling import AdaptivePolling
 from ratchet._engine.prefetch import ReadyQueue
 from ratchet._engine.recurring import RecurringScheduler
 from ratchet._engine.runner import JobRunner, Outcome
+from ratchet._engine.threads import crash_error, guarded
+from ratchet._logs import get_logger
 from ratchet._messages import (
     CRASH_LIMIT_MESSAGE,
     DRAIN_RELEASED_MESSAGE,
@@ -31,6 +38,7 @@ from ratchet._messages import (
 )
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, OrphanRecovery
+from ratchet.errors import WorkerCrashedError
 from ratchet.spi import SupportsBatchCompletion
 
 if TYPE_CHECKING:
@@ -38,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Worker", "WorkerStats"]
 
-log = logging.getLogger("ratchet.worker")
+log = get_logger("ratchet.worker")
 
 ORPHAN_SCAN_LOCK = "ratchet:orphan-recovery"
 ORPHAN_SCAN_LIMIT = 500
@@ -67,9 +75,11 @@ class Worker:
         self.heartbeat_store = app.store  # replaced by a companion instance in start()
         self.node_id = app.node_id
         self.options = options
-        self.concurrency = int(concurrency or options.concurrency)
-        if self.concurrency < 1:
-            raise ValueError(f"Worker concurrency {concurrency!r} must be at least 1.")
+        self.concurrency: int = check_option(
+            "concurrency",
+            options.concurrency if concurrency is None else concurrency,
+            source="Worker concurrency",
+        )
         self.stats = WorkerStats()
         self.polling = AdaptivePolling(
             burst=options.poll_burst_seconds, idle_max=options.poll_idle_max_seconds
@@ -81,6 +91,7 @@ class Worker:
             retry_policy=app.retry_policy,
             on_stale=self._count_stale,
             keep_trying=self._outcome_writes_may_retry,
+            max_result_bytes=options.max_result_bytes,
         )
         # Successes are written in the background, many per write, where the store can
         # (the writer thread starts with the worker).
@@ -107,15 +118,31 @@ class Worker:
         self._last_heartbeat_ok = time.monotonic()
         self._last_poll_full = False
         self._started = False
+        self._registration = RegistrationWatch(app.node_id)
+        self.superseded = False
+        """True once another process registered this node id (this worker then stops
+        claiming and heartbeating, and leaves the id's claims and record alone)."""
         self._stopped = False
+        self._stop_lock = threading.Lock()
+        self._stop_done = threading.Event()
+        # Set when a background thread died (see ratchet._engine.threads).
+        self.crash: WorkerCrashedError | None = None
+        self._stop_waiting = False
+        # Called with each outcome a job thread recorded (not the background successes).
+        self.on_outcome: Callable[[Outcome], None] | None = None
         self._error_streak = 0
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self, *, poll: bool = True) -> Worker:
-        """Register the node, recover its own old claims, start the threads."""
+        """Register the node, recover its own old claims, start the threads.
+
+        Raises DuplicateNodeError, before touching anything, when another live process
+        heartbeats this node id (see :mod:`ratchet._engine.node_guard`).
+        """
         if self._started:
             return self
+        refuse_live_duplicate(self.store, self.node_id, self.options)
         self._started = True
         # Heartbeats use their own connection where the store allows, so a busy pool or
         # a long claim never delays them.
@@ -131,6 +158,7 @@ class Worker:
             )
             self.runner.completions = self.completions
         self.store.register_node(self.node_id)
+        self._registration.registered(self.store.list_nodes())
         self._last_heartbeat_ok = time.monotonic()
         self._fail_exhausted(
             self.store.recover_node_claims(
@@ -154,16 +182,41 @@ class Worker:
         )
         return self
 
-    def _spawn(self, name: str, target: object) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        run = guarded(name, target, self._thread_died)
+        thread = threading.Thread(target=run, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
 
+    def _thread_died(self, name: str, exc: BaseException) -> None:
+        """A background thread died: stop claiming at once, keep the error for
+        :meth:`raise_if_crashed`, and drain in a thread of its own (stop() joins this one)."""
+        self._claiming.clear()
+        self.crash = crash_error(self.node_id, name, exc)
+        if not self._stopped:
+            threading.Thread(target=self.stop, name="ratchet-crash-drain", daemon=True).start()
+
+    def raise_if_crashed(self) -> None:
+        """Raise WorkerCrashedError when a background thread of this worker died."""
+        if self.crash is not None:
+            raise self.crash
+
     def stop(self, timeout: float | None = None) -> None:
-        """Drain and stop; ``timeout`` defaults to the configured shutdown timeout."""
-        if not self._started or self._stopped:
+        """Drain and stop; ``timeout`` defaults to the configured shutdown timeout. A call
+        while another drain runs (for example the one a crashed thread began) waits for it."""
+        if not self._started:
             return
-        self._stopped = True
+        with self._stop_lock:
+            draining_elsewhere, self._stopped = self._stopped, True
+        if draining_elsewhere:
+            self._stop_done.wait()
+            return
+        try:
+            self._drain(timeout)
+        finally:
+            self._stop_done.set()
+
+    def _drain(self, timeout: float | None) -> None:
         wait = self.options.shutdown_timeout_seconds if timeout is None else timeout
         self._claiming.clear()  # 1. stop claiming
         self._stop_timers.set()  # 2. stop poller and maintenance; heartbeat keeps going
@@ -182,9 +235,10 @@ class Worker:
         if not finished:  # 4. release what still runs, with no charge
             released = self._release_claims()
             log.warning(
-                "Shutdown timeout (%.3g s) reached with jobs still running; released %d "
-                "claim(s) to run again elsewhere.",
-                wait,
+                "%s with jobs still running; released %d claim(s) to run again elsewhere.",
+                "Drain cut short"
+                if self._stop_waiting
+                else f"Shutdown timeout ({wait:.3g} s) reached",
                 released,
             )
             self.executor.cancel_running()  # 5. interrupt what can be interrupted
@@ -192,7 +246,8 @@ class Worker:
         for thread in self._threads:
             thread.join()
         try:  # leave the node list; a job still running is recovered after the grace
-            self.store.remove_nodes([self.node_id])
+            if not self.superseded:  # else the record is the other process's
+                self.store.remove_nodes([self.node_id])
         except Exception as exc:
             log.debug("Could not deregister node %s: %s", self.node_id, redact(str(exc)))
         self.app._detach(self)  # 7. release resources
@@ -202,6 +257,13 @@ class Worker:
         if self.heartbeat_store is not self.store:
             self.heartbeat_store.close()
         log.info("Ratchet worker %s stopped.", self.node_id)
+
+    def stop_waiting(self) -> None:
+        """Cut a drain short (the second SIGINT/SIGTERM): :meth:`stop` no longer waits for
+        running jobs but releases their claims at once, with no charge, to run again
+        elsewhere. Safe to call from a signal handler, during or before :meth:`stop`."""
+        self._stop_waiting = True
+        self.executor.stop_waiting()
 
     def _release_ready(self) -> None:
         """Release the claimed-ahead jobs that never started, with no charge."""
@@ -216,6 +278,8 @@ class Worker:
             log.info("Released %d claimed-ahead job(s) that had not started.", released)
 
     def _release_claims(self) -> int:
+        if self.superseded:  # the id's claims are the other process's now
+            return 0
         try:
             released = self.store.release_node_claims(self.node_id, message=DRAIN_RELEASED_MESSAGE)
         except Exception as exc:
@@ -248,10 +312,14 @@ class Worker:
         limit = min(self._room(), self.options.claim_batch_size)
         if limit <= 0:
             return []
+        # The first jobs of the claim go straight into free slots (after what already
+        # waits in the ready queue): the claim records their start. The rest wait, claimed
+        # ahead, and a crash of this node gives them back with no charge.
         jobs = self.store.claim_due_jobs(
             node_id=self.node_id,
             limit=limit,
             priority_boost_seconds=self.options.priority_boost_seconds,
+            start_now=max(0, self.executor.free_slots() - len(self.ready)),
         )
         self._last_poll_full = len(jobs) >= limit
         self.stats.claimed += len(jobs)
@@ -279,22 +347,51 @@ class Worker:
             job = self.ready.pop()
             if job is None:
                 return
+            if not self._start_is_recorded(job):
+                continue
             if not self.executor.try_submit(job):  # another thread took the slot
                 self.ready.push_front(job)
                 return
 
+    def _start_is_recorded(self, job: ClaimedJob) -> bool:
+        """Whether ``job`` may start: its start must be in the store before its body runs
+        when crash recovery returned it before (it may be the job that kills nodes; a
+        crash is charged only to claims whose start was recorded). Other jobs claimed
+        ahead start without a write: a crash gives them back uncharged, once.
+
+        The write is retried while this node's heartbeats hold its claims. ``False``
+        drops the job: its claim was lost, or the heartbeats stopped holding it (other
+        nodes recover it, with no charge since its start was not recorded)."""
+        if job.start_recorded or not job.redeliveries:
+            return True
+        try:
+            recorded, _failures = with_retries(
+                lambda: self.store.mark_started(job.id, job.claim_seq),
+                keep_trying=self._outcome_writes_may_retry,
+                what=f"the start of job {job.id}",
+            )
+        except Exception as exc:
+            log.warning("Could not record the start of job %s: %s", job.id, redact(str(exc)))
+            return False
+        if not recorded:
+            log.info("Job %s lost its claim %d before it started.", job.id, job.claim_seq)
+        return recorded
+
     def _poll_loop(self) -> None:
         while not self._stop_timers.is_set():
+            limit = min(self._room(), self.options.claim_batch_size)
             try:
-                limit = min(self._room(), self.options.claim_batch_size)
                 claimed = len(self.claim_once()) if limit > 0 else 0
+            except Exception as exc:  # the claim failed: back off and try again
+                delay = self.polling.after_error()
+                self._store_error("claim jobs", exc, delay)
+            else:
+                # The loop's own bookkeeping is outside the try: a bug here must stop the
+                # worker loudly (see ratchet._engine.threads), not pass as a store outage.
                 self._recovered_from_error()
                 delay = self.polling.after_poll(claimed, limit) if limit > 0 else self.polling.delay
                 if delay == 0:
                     self._wait_for_low_water()
-            except Exception as exc:
-                delay = self.polling.after_error()
-                self._store_error("claim jobs", exc, delay)
             if delay > 0:
                 self._wake.wait(delay)
             self._wake.clear()
@@ -327,6 +424,8 @@ class Worker:
     def _slot_freed(self, outcome: Outcome | None) -> None:
         if outcome is not None and outcome.kind in ("succeeded", "retried", "failed"):
             setattr(self.stats, outcome.kind, getattr(self.stats, outcome.kind) + 1)
+        if outcome is not None and self.on_outcome is not None:
+            self.on_outcome(outcome)
         # The freed slot takes the next claimed-ahead job, unless this node is draining
         # or may already have lost its claims to recovery.
         if self._claiming.is_set() and not self._heartbeat_lost():
@@ -393,6 +492,8 @@ class Worker:
             try:
                 self.heartbeat_store.heartbeat(self.node_id)
                 self._last_heartbeat_ok = time.monotonic()
+                if self._taken_over():
+                    return
                 if failing:
                     log.info("Heartbeats of node %s succeed again.", self.node_id)
                 failing = False
@@ -408,6 +509,20 @@ class Worker:
                         grace,
                     )
                 failing = True
+
+    def _taken_over(self) -> bool:
+        """After a heartbeat: whether another process registered this node id since this
+        worker did. If so, log an error and stop claiming; the caller stops heartbeating."""
+        try:
+            nodes = self.heartbeat_store.list_nodes()
+        except Exception:
+            return False  # judged at the next heartbeat
+        if not self._registration.taken_over(nodes):
+            return False
+        log.error("%s", self._registration.message())
+        self.superseded = True
+        self._claiming.clear()
+        return True
 
     def _next_heartbeat_interval(self) -> float:
         busy = 1 - self.executor.free_slots() / self.concurrency
@@ -482,7 +597,10 @@ class Worker:
             job = self.store.get_job(job_id)
             count = job.crash_count if job is not None else self.options.max_crash_redeliveries
             if self.store.fail_job(
-                job_id, claim_seq, error=CRASH_LIMIT_MESSAGE.format(count=count)
+                job_id,
+                claim_seq,
+                error=CRASH_LIMIT_MESSAGE.format(count=count),
+                count_attempt=False,  # no attempt finished: every run ended in a crash
             ):
                 log.error(
                     "Job %s crashed its node %d times; moved to the dead-letter queue.",
@@ -513,34 +631,3 @@ class Worker:
         if self._error_streak:
             log.info("The store is reachable again after %d failure(s).", self._error_streak)
             self._error_streak = 0
-
-
-def run_until_idle(app: Ratchet, *, timeout: float | None, concurrency: int | None) -> int:
-    """Run every due job, including retries that come due meanwhile, then return.
-
-    Returns how many jobs were claimed. Raises TimeoutError after ``timeout`` seconds;
-    jobs still running then are released back to PENDING.
-    """
-    worker = Worker(app, concurrency=concurrency)
-    worker.start(poll=False)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    try:
-        while True:
-            finished_before = worker.executor.completed
-            claimed = worker.claim_once()
-            if not claimed and not worker.executor.in_flight() and not len(worker.ready):
-                worker.flush_outcomes()
-                if worker.executor.completed == finished_before:
-                    return worker.stats.claimed
-                continue  # something finished meanwhile and may have scheduled a retry
-            if deadline is not None and time.monotonic() > deadline:
-                running = len(worker.executor.in_flight())
-                worker.stop(timeout=0)
-                raise TimeoutError(
-                    f"run_until_idle did not finish within {timeout:g} s; {running} job(s) "
-                    "were still running and were released to run again."
-                )
-            if not claimed:
-                worker.executor.wait_for_change(0.05)
-    finally:
-        worker.stop()

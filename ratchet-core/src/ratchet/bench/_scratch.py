@@ -75,7 +75,7 @@ def check_scratch_url(url: str, *, erase: bool, plugins: PluginRegistry | None =
     if scheme == "memory" or ":memory:" in url:
         raise ScratchStoreError(
             f"ratchet bench cannot use {redact(url)}: its worker processes would not share an "
-            "in-process store. Use a file or a server, e.g. --store sqlite:///tmp/bench.db."
+            "in-process store. Use a file or a server, e.g. --store sqlite:///bench.db."
         )
     registry = plugins or PluginRegistry.load()
     store: Any = registry.create_store(url, auto_migrate=False)

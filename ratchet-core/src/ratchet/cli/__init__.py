@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from ratchet.errors import RatchetError
@@ -22,9 +23,16 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--app", metavar="MODULE:ATTR", help="use this application's store")
 
 
+MAX_LIST = 100_000
+"""The most jobs ``jobs list`` and ``dlq list`` print."""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from ratchet._config import option_range
+    from ratchet._limits import MAX_DELAY_SECONDS
     from ratchet.cli import _commands as c
     from ratchet.cli import bench
+    from ratchet.cli._arguments import number_in, whole_number_in
 
     parser = argparse.ArgumentParser(
         prog="ratchet", description="Ratchet: a persistent, clustered job scheduler."
@@ -34,7 +42,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="run a worker for APP until SIGINT/SIGTERM")
     worker.add_argument("app_ref", metavar="APP", help="module:attribute of a Ratchet app")
-    worker.add_argument("--concurrency", type=int, help="jobs run at once")
+    worker.add_argument(
+        "--concurrency",
+        type=whole_number_in(1, int(option_range("concurrency")[1]), example=8),
+        metavar="N",
+        help="jobs run at once",
+    )
+    worker.add_argument(
+        "--store",
+        metavar="URL",
+        help="set RATCHET_STORE_URL for APP (refused if APP names its own store)",
+    )
+    worker.add_argument(
+        "--node-id",
+        metavar="ID",
+        help="set RATCHET_NODE_ID for APP; a stable id lets a restart take its claims back",
+    )
     worker.set_defaults(handler=c.cmd_worker)
 
     enqueue = commands.add_parser("enqueue", help="enqueue a registered job of APP")
@@ -43,7 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--args", default="[]", help="JSON list of positional arguments")
     enqueue.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments")
     enqueue.add_argument("--priority", help="LOWEST, LOW, NORMAL, HIGH or CRITICAL")
-    enqueue.add_argument("--delay", type=float, help="seconds before it may run")
+    enqueue.add_argument(
+        "--delay",
+        type=number_in(0, MAX_DELAY_SECONDS, example=30),
+        metavar="SECONDS",
+        help="seconds before it may run (at most 10 years)",
+    )
     enqueue.add_argument("--business-key")
     enqueue.add_argument("--idempotency-key")
     enqueue.add_argument("--tag", action="append", default=[])
@@ -55,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(jobs_list)
     jobs_list.add_argument("--status", help="PENDING, RUNNING, SUCCEEDED, FAILED or CANCELED")
     jobs_list.add_argument("--tag")
-    jobs_list.add_argument("--limit", type=int, default=50)
+    jobs_list.add_argument("--limit", type=whole_number_in(1, MAX_LIST, example=50), default=50)
     jobs_list.set_defaults(handler=c.cmd_jobs_list)
     for name, handler, text in (
         ("show", c.cmd_jobs_show, "show one job and its attempts"),
@@ -71,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     dlq_sub = dlq.add_subparsers(dest="action", required=True, metavar="ACTION")
     dlq_list = dlq_sub.add_parser("list", help="list dead-lettered jobs")
     _store_options(dlq_list)
-    dlq_list.add_argument("--limit", type=int, default=50)
+    dlq_list.add_argument("--limit", type=whole_number_in(1, MAX_LIST, example=50), default=50)
     dlq_list.set_defaults(handler=c.cmd_dlq_list)
     dlq_retry = dlq_sub.add_parser("retry", help="retry one dead-lettered job, or --all")
     _store_options(dlq_retry)
@@ -80,7 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     dlq_retry.set_defaults(handler=c.cmd_dlq_retry)
     dlq_purge = dlq_sub.add_parser("purge", help="delete dead-lettered jobs older than N days")
     _store_options(dlq_purge)
-    dlq_purge.add_argument("--older-than-days", type=float, default=30.0)
+    dlq_purge.add_argument(
+        "--older-than-days",
+        type=number_in(0, MAX_DELAY_SECONDS / 86400, example=30),
+        default=30.0,
+        metavar="DAYS",
+    )
     dlq_purge.set_defaults(handler=c.cmd_dlq_purge)
 
     recurring = commands.add_parser("recurring", help="list or cancel recurring schedules")
@@ -128,13 +161,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from ratchet.cli._output import echo  # loaded with the commands by build_parser
+
     try:
         code: int = args.handler(args)
     except (RatchetError, ValueError, TypeError) as exc:
-        print(f"ratchet: error: {exc}", file=sys.stderr)
+        echo(f"ratchet: error: {exc}", err=True)  # masked and escaped, like all output
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:  # a bug: the traceback helps, but not with a password in it
+        echo(traceback.format_exc().rstrip(), err=True)
+        return 1
     return code
 
 

@@ -12,16 +12,26 @@ from typing import Any
 from ratchet._app import DEFAULT_STORE_URL, Ratchet
 from ratchet._config import RatchetOptions
 from ratchet._imports import resolve_reference
+from ratchet._jobs import normalize_tag
 from ratchet._redact import redact
 from ratchet._types import JobPriority, JobStatus
 from ratchet.cli import _output
 from ratchet.errors import JobNotFoundError, RatchetError, UnknownJobError
 from ratchet.plugins import PluginRegistry, store_scheme
-from ratchet.spi import JobStore, SupportsSchema
+from ratchet.spi import DefaultNodeIdentityProvider, JobStore, SupportsSchema
 
 
-def load_app(reference: str) -> Ratchet:
-    """Import ``module:attribute`` and check it is a Ratchet app, with clear errors."""
+def load_app(reference: str, *, store_url: str | None = None) -> Ratchet:
+    """Import ``module:attribute`` and check it is a Ratchet app, with clear errors.
+
+    With ``store_url`` (``ratchet worker APP --store URL``), ``RATCHET_STORE_URL`` is set to
+    it while APP is imported, which chooses the store of an app built with ``Ratchet()`` or
+    ``Ratchet.from_env()``. An app that names its own store (``Ratchet("sqlite:///x.db")``,
+    a JobStore instance) cannot be redirected, so a different ``store_url`` is refused
+    rather than silently ignored.
+    """
+    if store_url is not None:
+        return _load_app_on_store(reference, store_url)
     if ":" not in reference:
         raise RatchetError(
             f"APP {reference!r} must be 'module:attribute', for example 'myapp.jobs:app'."
@@ -48,27 +58,98 @@ def load_app(reference: str) -> Ratchet:
     return app
 
 
-def open_store(args: argparse.Namespace) -> JobStore:
+def _load_app_on_store(reference: str, store_url: str) -> Ratchet:
+    previous = os.environ.get("RATCHET_STORE_URL")
+    os.environ["RATCHET_STORE_URL"] = store_url
+    try:
+        app = load_app(reference)
+    finally:
+        if previous is None:
+            del os.environ["RATCHET_STORE_URL"]
+        else:
+            os.environ["RATCHET_STORE_URL"] = previous
+    if app.store_url != store_url:
+        app.close()
+        raise RatchetError(
+            f"--store {redact(store_url)!r} cannot change the store of APP {reference!r}: it "
+            f"opens {app.store.describe()} itself (a URL or store given to Ratchet(...)). "
+            "--store sets RATCHET_STORE_URL, which only an app built with Ratchet() or "
+            "Ratchet.from_env() reads. Drop --store, or build the app that way."
+        )
+    return app
+
+
+def open_store(args: argparse.Namespace, *, writes: bool = False) -> JobStore:
+    """The store of ``--app``, else ``--store``, else ``RATCHET_STORE_URL``, else the default.
+
+    A store named by URL must already exist: these commands read or manage jobs, and must
+    not create an empty database at a mistyped path (StoreNotFoundError says so). With
+    ``writes``, an in-memory store is refused (see :func:`refuse_in_memory`).
+    """
     if getattr(args, "app", None):
-        return load_app(args.app).store
-    url = args.store or os.environ.get("RATCHET_STORE_URL") or DEFAULT_STORE_URL
-    store: JobStore = PluginRegistry.load().create_store(url)
+        store = load_app(args.app).store
+    else:
+        url = args.store or os.environ.get("RATCHET_STORE_URL") or DEFAULT_STORE_URL
+        store = PluginRegistry.load().create_store(url, must_exist=True)
+    if writes:
+        refuse_in_memory(store, f"'ratchet {args.command} {args.action}'")
     return store
 
 
+def refuse_in_memory(store: JobStore, command: str) -> None:
+    """Raise RatchetError when ``store`` lives in this process's memory (``memory://``):
+    whatever a command writes there is gone when it exits, and no worker can see it."""
+    if getattr(store, "name", None) != "memory":
+        return
+    raise RatchetError(
+        f"{command} refuses the in-memory store {store.describe()}: it lives only inside "
+        "this command, so the change would be gone when the command exits and no worker "
+        "could see it. Use a persistent store: --store sqlite:///ratchet.db, "
+        "RATCHET_STORE_URL, or the store your app passes to Ratchet(...)."
+    )
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
-    app = load_app(args.app_ref)
-    print(
+    app = _load_worker_app(args)
+    _output.echo(
         f"ratchet worker {app.node_id} on {app.store.describe()}; "
         f"{len(app.registry)} registered job(s). Ctrl-C drains and stops.",
-        file=sys.stderr,
+        err=True,
     )
     app.run_worker(concurrency=args.concurrency, progress_seconds=10.0)
     return 0
 
 
+def _load_worker_app(args: argparse.Namespace) -> Ratchet:
+    """APP for ``ratchet worker``. ``--node-id ID`` sets ``RATCHET_NODE_ID`` while APP is
+    imported; an app that sets its own id (``Ratchet(node_id=...)``, a node identity
+    provider) is refused rather than silently run under another id."""
+    if args.node_id is None:
+        return load_app(args.app_ref, store_url=args.store)
+    DefaultNodeIdentityProvider(args.node_id)  # the same checks as RATCHET_NODE_ID, up front
+    previous = os.environ.get("RATCHET_NODE_ID")
+    os.environ["RATCHET_NODE_ID"] = args.node_id
+    try:
+        app = load_app(args.app_ref, store_url=args.store)
+    finally:
+        if previous is None:
+            del os.environ["RATCHET_NODE_ID"]
+        else:
+            os.environ["RATCHET_NODE_ID"] = previous
+    if app.node_id != args.node_id:
+        app.close()
+        raise RatchetError(
+            f"--node-id {args.node_id!r} cannot change the node id of APP {args.app_ref!r}: "
+            f"it sets {app.node_id!r} itself (node_id= or node_identity= given to "
+            "Ratchet(...)). --node-id sets RATCHET_NODE_ID, which only an app that leaves "
+            "the id to its configuration reads. Drop --node-id, or remove that argument."
+        )
+    return app
+
+
 def cmd_enqueue(args: argparse.Namespace) -> int:
     app = load_app(args.app_ref)
+    refuse_in_memory(app.store, f"'ratchet enqueue' into APP {args.app_ref!r}")
     if args.job_name not in app.registry:
         names = ", ".join(sorted(app.registry)) or "none"
         raise UnknownJobError(
@@ -91,7 +172,7 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         builder.idempotency_key(args.idempotency_key)
     if args.tag:
         builder.tags(*args.tag)
-    print(builder.submit())
+    _output.echo(builder.submit())
     return 0
 
 
@@ -121,8 +202,9 @@ def _status(text: str | None) -> JobStatus | None:
 
 def cmd_jobs_list(args: argparse.Namespace) -> int:
     store = open_store(args)
-    jobs = store.list_jobs(status=_status(args.status), tag=args.tag, limit=args.limit)
-    print(_output.jobs_table(jobs))
+    tag = normalize_tag(args.tag) if args.tag is not None else None  # as tags are stored
+    jobs = store.list_jobs(status=_status(args.status), tag=tag, limit=args.limit)
+    _output.echo(_output.jobs_table(jobs))
     return 0
 
 
@@ -131,22 +213,22 @@ def cmd_jobs_show(args: argparse.Namespace) -> int:
     job = store.get_job(args.job_id)
     if job is None:
         raise JobNotFoundError(f"No job has id {args.job_id!r}; list ids with 'ratchet jobs list'.")
-    print(_output.job_details(job, store.list_executions(job.id)))
+    _output.echo(_output.job_details(job, store.list_executions(job.id)))
     return 0
 
 
 def cmd_jobs_retry(args: argparse.Namespace) -> int:
-    store = open_store(args)
+    store = open_store(args, writes=True)
     if store.retry_failed_job(args.job_id):
-        print(f"Job {args.job_id} is PENDING again.")
+        _output.echo(f"Job {args.job_id} is PENDING again.")
         return 0
     return _not_in_state(store, args.job_id, "FAILED", "retried")
 
 
 def cmd_jobs_cancel(args: argparse.Namespace) -> int:
-    store = open_store(args)
+    store = open_store(args, writes=True)
     if store.cancel_job(args.job_id):
-        print(f"Job {args.job_id} canceled.")
+        _output.echo(f"Job {args.job_id} canceled.")
         return 0
     return _not_in_state(store, args.job_id, "PENDING", "canceled")
 
@@ -155,18 +237,18 @@ def _not_in_state(store: JobStore, job_id: str, needed: str, verb: str) -> int:
     job = store.get_job(job_id)
     if job is None:
         raise JobNotFoundError(f"No job has id {job_id!r}; list ids with 'ratchet jobs list'.")
-    print(f"Job {job_id} is {job.status}; only {needed} jobs can be {verb}.", file=sys.stderr)
+    _output.echo(f"Job {job_id} is {job.status}; only {needed} jobs can be {verb}.", err=True)
     return 1
 
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
     store = open_store(args)
-    print(_output.jobs_table(store.list_jobs(status=JobStatus.FAILED, limit=args.limit)))
+    _output.echo(_output.jobs_table(store.list_jobs(status=JobStatus.FAILED, limit=args.limit)))
     return 0
 
 
 def cmd_dlq_retry(args: argparse.Namespace) -> int:
-    store = open_store(args)
+    store = open_store(args, writes=True)
     if args.all == bool(args.job_id):
         raise ValueError("Give either one job ID or --all.")
     if args.job_id:
@@ -179,68 +261,92 @@ def cmd_dlq_retry(args: argparse.Namespace) -> int:
         retried += progressed
         if not batch or not progressed:
             break
-    print(f"{retried} dead-lettered job(s) are PENDING again.")
+    _output.echo(f"{retried} dead-lettered job(s) are PENDING again.")
     return 0
 
 
 def cmd_dlq_purge(args: argparse.Namespace) -> int:
-    store = open_store(args)
-    if args.older_than_days < 0:
-        raise ValueError(f"--older-than-days {args.older_than_days!r} must be >= 0.")
+    store = open_store(args, writes=True)
     purged = store.purge_failed_jobs(older_than_seconds=args.older_than_days * 86400)
-    print(f"Purged {purged} dead-lettered job(s) older than {args.older_than_days:g} day(s).")
+    _output.echo(
+        f"Purged {purged} dead-lettered job(s) older than {args.older_than_days:g} day(s)."
+    )
     return 0
 
 
 def cmd_recurring_list(args: argparse.Namespace) -> int:
     store = open_store(args)
-    print(_output.recurring_table(store.list_recurring(), store))
+    _output.echo(_output.recurring_table(store.list_recurring(), store))
     return 0
 
 
 def cmd_recurring_cancel(args: argparse.Namespace) -> int:
     if bool(args.recurring_id) == bool(args.tag):
         raise ValueError("Give either one recurring ID or --tag TAG.")
-    app = Ratchet(open_store(args), coordinator="none")
+    app = Ratchet(open_store(args, writes=True), coordinator="none")
     if args.tag:
-        stopped = app.cancel_recurring_by_tag(args.tag)
-        print(f"Stopped {stopped} recurring schedule(s) tagged {args.tag!r}.")
-        return 0
-    if app.cancel_recurring_by_business_key(args.recurring_id):
-        print(f"Stopped recurring schedule {args.recurring_id!r}.")
-        return 0
-    print(f"No recurring schedule has id {args.recurring_id!r}.", file=sys.stderr)
-    return 1
+        tag = normalize_tag(args.tag)
+        chosen = [d for d in app.list_recurring() if tag in d.tags]
+        stopped = app.cancel_recurring_by_tag(tag)
+        _output.echo(f"Stopped {stopped} recurring schedule(s) tagged {args.tag!r}.")
+    else:
+        chosen = [d for d in app.list_recurring() if d.id == args.recurring_id]
+        if not app.cancel_recurring_by_business_key(args.recurring_id):
+            _output.echo(f"No recurring schedule has id {args.recurring_id!r}.", err=True)
+            return 1
+        _output.echo(f"Stopped recurring schedule {args.recurring_id!r}.")
+    from_decorators = [d.id for d in chosen if d.source == "decorator"]
+    if from_decorators:
+        _output.echo(_decorator_comes_back(from_decorators))
+    return 0
+
+
+def _decorator_comes_back(ids: list[str]) -> str:
+    """Cancelling removes the saved schedule, but a worker of an app that still carries
+    the ``@app.recurring`` decorator saves it again when it starts: say so."""
+    names = ", ".join(repr(i) for i in ids)
+    return (
+        f"Note: {names} came from an @app.recurring decorator, so it is saved again (and "
+        "fires again) when a worker of an application that still has the decorator "
+        "starts. To stop it for good, remove the decorator and deploy that."
+    )
 
 
 def cmd_nodes(args: argparse.Namespace) -> int:
     store = open_store(args)
-    print(_output.nodes_table(store.list_nodes(), store.database_time()))
+    _output.echo(_output.nodes_table(store.list_nodes(), store.database_time()))
     return 0
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    """Installed plugins, and the store and coordinator ``Ratchet()`` would use here, and
+    why. Exit status 1 when ``Ratchet()`` would refuse this configuration."""
     registry = PluginRegistry.load()
     url = args.store or os.environ.get("RATCHET_STORE_URL") or DEFAULT_STORE_URL
-    print(_output.plugins_report(registry, url, _coordinator_choice(registry, url)))
-    return 0
+    line, usable = _coordinator_choice(registry, url)
+    _output.echo(_output.plugins_report(registry, url, line))
+    return 0 if usable else 1
 
 
-def _coordinator_choice(registry: PluginRegistry, url: str) -> str:
-    """Which coordinator a worker on ``url`` would use, and why (opens the store)."""
-    if not registry.coordinator_plugins():
-        return "Active coordinator: none installed; polling only (no push wakeups)."
+def _coordinator_choice(registry: PluginRegistry, url: str) -> tuple[str, bool]:
+    """Which coordinator ``Ratchet()`` on ``url`` would use, and why: the very decision
+    ``Ratchet()`` makes (:meth:`PluginRegistry.choose_coordinator`), so the report cannot
+    disagree with it. ``False`` when ``Ratchet()`` would raise. Opens the store (never
+    creating one) because a coordinator may depend on it."""
     try:
-        store = registry.create_store(url)
+        store = registry.create_store(url, must_exist=True)
     except Exception as exc:
-        return f"Active coordinator: unknown, the store could not be opened ({redact(str(exc))})."
+        reason = redact(str(exc))
+        return f"Active coordinator: unknown, the store could not be opened ({reason}).", True
     try:
         plugin, why, unavailable = registry.choose_coordinator(RatchetOptions.from_env(), store)
+    except RatchetError as exc:
+        return f"Active coordinator: none; Ratchet() refuses to start: {redact(str(exc))}", False
     finally:
         store.close()
     lines = [f"Active coordinator: {plugin.name if plugin else 'none'}; {why}."]
     lines += [f"  {name}: not available: {reason}" for name, reason in unavailable.items()]
-    return "\n".join(lines)
+    return "\n".join(lines), True
 
 
 def cmd_schema_show(args: argparse.Namespace) -> int:
@@ -261,7 +367,7 @@ def cmd_schema_show(args: argparse.Namespace) -> int:
                     f"The {plugin.name!r} store plugin ({plugin.package}) could not produce "
                     f"its schema: {type(exc).__name__}: {exc}. Reinstall {plugin.package}."
                 ) from exc
-            print(ddl)
+            _output.echo(ddl)
             return 0
     registry.store_plugin_for(f"{wanted}://")  # raises UnknownStoreError with the hint
     return 2
@@ -269,15 +375,16 @@ def cmd_schema_show(args: argparse.Namespace) -> int:
 
 def cmd_schema_apply(args: argparse.Namespace) -> int:
     store = PluginRegistry.load().create_store(args.url, auto_migrate=False)
+    refuse_in_memory(store, "'ratchet schema apply'")
     name = store.describe()
     if not isinstance(store, SupportsSchema):
-        print(f"Store {name} manages its own schema; nothing to apply.")
+        _output.echo(f"Store {name} manages its own schema; nothing to apply.")
         return 0
     applied = store.apply_schema()
     if applied:
-        print("Applied: " + ", ".join(applied))
+        _output.echo("Applied: " + ", ".join(applied))
     else:
-        print(f"Schema of {name} is up to date.")
+        _output.echo(f"Schema of {name} is up to date.")
     return 0
 
 

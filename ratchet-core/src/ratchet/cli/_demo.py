@@ -8,7 +8,6 @@ as described.
 from __future__ import annotations
 
 import logging
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,7 +42,7 @@ def run_demo(store_url: str | None) -> int:
     if store_url is None:
         workdir = Path(tempfile.mkdtemp(prefix="ratchet-demo-"))
         store_url = f"sqlite:///{workdir / 'ratchet-demo.db'}"
-    print(f"Ratchet demo on {redact(store_url)}\n")
+    _output.echo(f"Ratchet demo on {redact(store_url)}\n")
     # The worker's own log lines would interleave with the summary; failures still show.
     logging.getLogger("ratchet").setLevel(logging.ERROR)
     app = Ratchet(
@@ -62,7 +61,7 @@ def run_demo(store_url: str | None) -> int:
             f"delayed by {DELAY_SECONDS:g} s",
         ),
     }
-    print(f"Enqueued {len(expected)} jobs. Running a worker until they finish:")
+    _output.echo(f"Enqueued {len(expected)} jobs. Running a worker until they finish:")
     finished = 0
     deadline = time.monotonic() + 30
     with app.worker(concurrency=2):
@@ -71,9 +70,9 @@ def run_demo(store_url: str | None) -> int:
             now_finished = sum(1 for j in jobs if j is not None and j.status in FINISHED)
             if now_finished != finished:
                 finished = now_finished
-                print(f"  {finished}/{len(expected)} finished")
+                _output.echo(f"  {finished}/{len(expected)} finished")
             time.sleep(0.1)
-    print()
+    _output.echo()
     rows = []
     ok = True
     for job_id, (status, story) in expected.items():
@@ -96,21 +95,22 @@ def run_demo(store_url: str | None) -> int:
                 "ok" if matched else "UNEXPECTED",
             )
         )
-    print(
+    _output.echo(
         _output.table(("JOB", "STORY", "STATUS", "ATTEMPTS", "RESULT / LAST ERROR", "CHECK"), rows)
     )
-    print()
+    _output.echo()
     flaky_id = list(expected)[1]
-    print(f"Attempts of the flaky job (ratchet jobs show {flaky_id} --store {redact(store_url)}):")
+    _output.echo(
+        f"Attempts of the flaky job (ratchet jobs show {flaky_id} --store {redact(store_url)}):"
+    )
     for execution in app.executions(flaky_id):
         message = _output.first_line(execution.message, 70)
-        print(f"  attempt {execution.attempt}: {execution.status.value} {message}")
+        _output.echo(f"  attempt {execution.attempt}: {execution.status.value} {message}")
     app.close()
-    print()
-    print(
+    _output.echo()
+    _output.echo(
         "Demo finished: every job ended as expected."
         if ok
         else "Demo FAILED: see UNEXPECTED rows above.",
-        file=sys.stdout,
     )
     return 0 if ok else 1

@@ -1,17 +1,47 @@
-"""Plain-text tables and reports for the CLI."""
+"""Plain-text tables and reports for the CLI, and :func:`echo`, which prints them.
+
+Everything the CLI shows passes :func:`shown`: job errors, keys, tags, names and
+arguments are text from whoever enqueued or ran the job, so secrets in them are masked
+and control characters (``\x1b[2J`` clears the screen) are shown escaped. Table cells
+and fields are escaped to one line each; multi-line blocks (a traceback) keep newlines.
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 
 from ratchet._cron import CronSchedule
-from ratchet._types import Execution, Job, JobStatus, NodeInfo, RecurringDefinition
+from ratchet._printable import printable
+from ratchet._redact import redact
+from ratchet._types import (
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    NodeInfo,
+    RecurringDefinition,
+)
 from ratchet.plugins import PluginRegistry, store_scheme
 from ratchet.spi import JobStore
 
 
+def shown(text: str, *, multiline: bool = False) -> str:
+    """``text`` as the CLI may print it: secrets masked (:func:`ratchet._redact.redact`)
+    and control and bidi characters escaped (:func:`ratchet._printable.printable`), on one
+    line unless ``multiline``."""
+    return redact(printable(text, multiline=multiline))
+
+
+def echo(text: str = "", *, err: bool = False) -> None:
+    """Print ``text`` to stdout (stderr with ``err``) through :func:`shown`, newlines
+    kept. Every CLI command prints through this, never with a bare ``print``."""
+    print(shown(text, multiline=True), file=sys.stderr if err else sys.stdout)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    rows = [[shown(cell) for cell in row] for row in rows]  # one line each, widths as shown
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
@@ -53,7 +83,10 @@ def jobs_table(jobs: Sequence[Job]) -> str:
 
 
 def _outcome(job: Job) -> str:
-    if job.status is JobStatus.FAILED or (job.result is None and job.last_error):
+    # A succeeded job's last_error belongs to an earlier attempt: its outcome is the result.
+    if job.status is JobStatus.FAILED or (
+        job.status is not JobStatus.SUCCEEDED and job.result is None and job.last_error
+    ):
         return first_line(job.last_error)
     return "" if job.result is None else first_line(repr(job.result))
 
@@ -80,9 +113,10 @@ def job_details(job: Job, executions: Sequence[Execution]) -> str:
         ("result", "" if job.result is None else f"{job.result!r} ({job.result_type})"),
     ]
     width = max(len(name) for name, _ in fields)
-    lines = [f"{name.rjust(width)}: {value}" for name, value in fields if value]
+    lines = [f"{name.rjust(width)}: {shown(value)}" for name, value in fields if value]
     if job.last_error:
-        lines += ["", "last error:", job.last_error.rstrip()]
+        error = shown(job.last_error.rstrip(), multiline=True)
+        lines += ["", f"{last_error_heading(job, executions)}:", error]
     if executions:
         lines += ["", "attempts:"]
         rows = [
@@ -101,6 +135,17 @@ def job_details(job: Job, executions: Sequence[Execution]) -> str:
             table(("#", "CLAIM", "OUTCOME", "NODE", "STARTED", "FINISHED", "MESSAGE"), rows)
         )
     return "\n".join(lines)
+
+
+def last_error_heading(job: Job, executions: Sequence[Execution]) -> str:
+    """How to introduce ``job.last_error``: for a SUCCEEDED job it is not the outcome but
+    the error of an earlier attempt, so it is labelled with that attempt and "since
+    succeeded" (the attempt is the last failed execution record, when there is one)."""
+    if job.status is not JobStatus.SUCCEEDED:
+        return "last error"
+    failed = [e.attempt for e in executions if e.status is ExecutionStatus.FAILED]
+    attempt = f"attempt {failed[-1]}" if failed else "an earlier attempt"
+    return f"error of {attempt} (since succeeded)"
 
 
 def recurring_table(definitions: Sequence[RecurringDefinition], store: JobStore) -> str:

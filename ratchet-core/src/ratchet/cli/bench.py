@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,9 @@ DEFAULT_CELLS = "enqueue-one,bulk,drain-1,drain-2,latency"
 
 def register(commands: Any) -> None:
     """Add the ``bench`` subcommand to the ``ratchet`` command's subparsers."""
+    from ratchet._config import option_range
+    from ratchet.cli._arguments import whole_number_in
+
     bench = commands.add_parser(
         "bench",
         help="measure Ratchet on a scratch store (throughput, drains, wakeup latency)",
@@ -62,7 +64,10 @@ def register(commands: Any) -> None:
         "--cells", default=DEFAULT_CELLS, help=f"comma-separated subset of: {DEFAULT_CELLS}"
     )
     bench.add_argument(
-        "--concurrency", type=int, default=10, help="jobs at once per worker process (10)"
+        "--concurrency",
+        type=whole_number_in(1, int(option_range("concurrency")[1]), example=10),
+        default=10,
+        help="jobs at once per worker process (10)",
     )
     bench.add_argument(
         "--coordinator",
@@ -81,6 +86,7 @@ def register(commands: Any) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from ratchet.bench import CELLS, SIZES, BenchConfig, run_bench
+    from ratchet.cli._output import echo
 
     sizes = SIZES["quick" if args.quick else args.size]
     if args.repeat is not None:
@@ -105,18 +111,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
             erase=args.erase,
         )
     )
-    print(report["markdown"])
+    echo(report["markdown"])
     for warning in report["warnings"]:
-        print(f"\nWarning: {warning}.")
-    print(
+        echo(f"\nWarning: {warning}.")
+    echo(
         f"\n(store {report['store']}; coordinator {report['coordinator']}; "
         f"{sizes.repeat} repetition(s), medians of valid samples; {report['duration_s']:.0f} s)"
     )
     if args.json:
         _write_json(Path(args.json), report)
-        print(f"report written to {args.json}", file=sys.stderr)
+        echo(f"report written to {args.json}", err=True)
     if not report["valid"]:
-        print("ratchet bench: some samples were INVALID (listed above)", file=sys.stderr)
+        echo("ratchet bench: some samples were INVALID (listed above)", err=True)
         return 1
     return 0
 

@@ -17,7 +17,10 @@ class JobStorePlugin:
 
     ``factory`` names a callable ``(url: str, **options) -> JobStore``; it must accept
     ``auto_migrate: bool`` (default ``True``: create or migrate the schema on open) and
-    ignore options it does not know. ``schema``, when
+    ignore options it does not know. Commands that only read or manage a store pass
+    ``must_exist=True``: a store that would otherwise create its database on open (an
+    embedded file) must raise :class:`~ratchet.errors.StoreNotFoundError` instead, naming
+    where it looked. ``schema``, when
     set, names a callable ``() -> str`` returning the store's DDL without connecting
     (``ratchet schema show NAME``).
     """
@@ -35,9 +38,15 @@ class CoordinatorPlugin:
     """A ClusterCoordinator implementation.
 
     ``factory`` names a callable ``(options: RatchetOptions, store: JobStore, node_id: str)
-    -> ClusterCoordinator``. ``availability`` names a callable
-    ``(options: RatchetOptions, store: JobStore) -> str | None`` that returns ``None``
-    when the coordinator can serve this store and configuration, else the reason it cannot.
+    -> ClusterCoordinator``; it must return at once, connecting in the background (nodes
+    poll meanwhile), and must not raise for a server that is down. ``availability`` names
+    a callable ``(options: RatchetOptions, store: JobStore) -> str | None`` that returns
+    ``None`` when the coordinator can serve this store and configuration, else the reason
+    it cannot, saying what to set (``"RATCHET_REDIS_URL is not set; set it to …"``); it
+    must raise :class:`~ratchet.errors.ConfigurationError` for settings that are present
+    but invalid. When ``availability`` returns ``None`` the factory must not fail on
+    configuration. A coordinator named by ``RATCHET_COORDINATOR`` whose availability
+    gives a reason makes ``Ratchet()`` raise ConfigurationError with it.
     Among several available coordinators the lowest ``rank`` wins unless
     ``RATCHET_COORDINATOR`` names one. ``tck_harness`` optionally names a
     ``ratchet_tck.CoordinatorHarness`` subclass (with a ``capabilities`` attribute) that

@@ -9,7 +9,6 @@ by its URL scheme, the coordinator by ``RATCHET_COORDINATOR`` or by being availa
 from __future__ import annotations
 
 import difflib
-import logging
 import os
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -18,13 +17,14 @@ from typing import Any
 import pluggy
 
 from ratchet._imports import resolve_reference
-from ratchet.errors import InvalidStoreURLError, UnknownStoreError
+from ratchet._logs import get_logger
+from ratchet.errors import ConfigurationError, InvalidStoreURLError, UnknownStoreError
 from ratchet.plugins import _hookspecs
 from ratchet.plugins._records import CoordinatorPlugin, JobStorePlugin
 
 __all__ = ["LoadedPlugin", "PluginRegistry", "store_scheme"]
 
-log = logging.getLogger("ratchet.plugins")
+log = get_logger("ratchet.plugins")
 
 ENTRY_POINT_GROUP = "ratchet"
 
@@ -185,8 +185,13 @@ class PluginRegistry:
     ) -> tuple[CoordinatorPlugin | None, str, dict[str, str]]:
         """Pick the coordinator: the configured one, else the best available one.
 
-        Returns ``(plugin or None, why, {name: reason unavailable})``. An explicitly
-        configured coordinator that is not installed raises UnknownStoreError.
+        The one decision ``Ratchet()`` and ``ratchet plugins`` share. Returns ``(plugin or
+        None, why, {name: reason unavailable})``. A coordinator named by
+        ``RATCHET_COORDINATOR`` must be installed (else UnknownStoreError) and available
+        for this store and configuration (else ConfigurationError with the plugin's own
+        reason): a configured coordinator is never silently replaced by polling. An
+        availability check that finds its settings invalid raises ConfigurationError,
+        which is passed on.
         """
         configured = (getattr(options, "coordinator", None) or "").strip().lower()
         candidates = self.coordinator_plugins()
@@ -203,16 +208,34 @@ class PluginRegistry:
                     f"Installed coordinators: {installed}."
                     + (f" (pip install {hint})" if hint else "")
                 )
-            return by_name[configured], f"selected by RATCHET_COORDINATOR={configured!r}", {}
+            chosen = by_name[configured]
+            reason = _unavailable_reason(chosen, options, store)
+            if reason is not None:
+                raise ConfigurationError(
+                    f"RATCHET_COORDINATOR={configured!r} selects a coordinator that cannot "
+                    f"be used here: {reason}. Configure it (see the {chosen.package} "
+                    "README), or set RATCHET_COORDINATOR=none to rely on polling."
+                )
+            return chosen, f"selected by RATCHET_COORDINATOR={configured!r}", {}
         for plugin in candidates:
-            try:
-                reason = resolve_reference(plugin.availability)(options, store)
-            except Exception as exc:
-                reason = f"availability check failed: {exc}"
+            reason = _unavailable_reason(plugin, options, store)
             if reason is None:
                 return plugin, "installed and applicable to this store and configuration", {}
-            unavailable[plugin.name] = str(reason)
+            unavailable[plugin.name] = reason
         return None, "no coordinator is installed and applicable; polling only", unavailable
+
+
+def _unavailable_reason(plugin: CoordinatorPlugin, options: Any, store: Any) -> str | None:
+    """The plugin's availability check: ``None`` when usable, else why not.
+    ConfigurationError (settings present but invalid) propagates; any other failure of
+    the check becomes the reason."""
+    try:
+        reason = resolve_reference(plugin.availability)(options, store)
+    except ConfigurationError:
+        raise
+    except Exception as exc:
+        return f"availability check failed: {type(exc).__name__}: {exc}"
+    return None if reason is None else str(reason)
 
 
 def _flatten(module: Any, hook: str) -> list[Any]:

@@ -8,11 +8,13 @@ guarantee.
 
 from __future__ import annotations
 
+from ratchet._logs import get_logger
 from ratchet._messages import (
     CRASH_LIMIT_MESSAGE,
     DRAIN_RELEASED_MESSAGE,
     ORPHAN_RECOVERED_MESSAGE,
     STALE_EXECUTION_MESSAGE,
+    UNSTARTED_RECOVERED_MESSAGE,
 )
 from ratchet._types import (
     ACTIVE_STATUSES,
@@ -81,6 +83,7 @@ __all__ = [
     "RESYNC_SOURCE",
     "STALE_EXECUTION_MESSAGE",
     "TERMINAL_STATUSES",
+    "UNSTARTED_RECOVERED_MESSAGE",
     "ArchiveStore",
     "BackoffPolicy",
     "BroadcastClusterCoordinator",
@@ -123,6 +126,7 @@ __all__ = [
     "WakeupHint",
     "decode_envelope",
     "encode_envelope",
+    "get_logger",
     "lenient_json",
     "new_job_id",
 ]

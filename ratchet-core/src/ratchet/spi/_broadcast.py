@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ratchet._logs import get_logger
 from ratchet.spi._runtime import ClusterCoordinator, WakeupHint
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
     "encode_envelope",
 ]
 
-log = logging.getLogger("ratchet.coordinator")
+log = get_logger("ratchet.coordinator")
 
 ENVELOPE_VERSION = 2
 RESYNC_SOURCE = "ratchet:reconnected"

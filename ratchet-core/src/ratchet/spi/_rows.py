@@ -11,7 +11,7 @@ value type from it. Column orders (a store's SELECTs must follow them):
   last_error, scheduled_at, created_at, started_at, finished_at
 * claimed job: id, name, target, args_json, kwargs_json, priority, attempts, max_retries,
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key,
-  idempotency_key, recurring_id, scheduled_at, claimed_at
+  idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries
 * execution: job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 * node: node_id, started_at, heartbeat_at
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
@@ -119,11 +119,19 @@ class RowDecoder:
             finished_at=self._time_or_none(row[27]),
         )
 
-    def claimed_job(self, row: Row, *, read_before_claim_at: datetime | None = None) -> ClaimedJob:
+    def claimed_job(
+        self,
+        row: Row,
+        *,
+        start_recorded: bool = True,
+        read_before_claim_at: datetime | None = None,
+    ) -> ClaimedJob:
         """A claimed job from the row as the claim left it (``claim_seq`` already advanced,
         ``claimed_at`` in the last column); or, with ``read_before_claim_at``, from the
         row as read under lock just before the claim's UPDATE, which advances
-        ``claim_seq`` by one and claims at that time (the last column is ignored)."""
+        ``claim_seq`` by one and claims at that time (the ``claimed_at`` column is
+        ignored). ``start_recorded`` is whether the claim recorded the job's start (see
+        :meth:`ratchet.spi.JobQueue.claim_due_jobs`)."""
         before = read_before_claim_at is not None
         return ClaimedJob(
             id=self.text(row[0]),
@@ -145,6 +153,8 @@ class RowDecoder:
             recurring_id=self._text_or_none(row[16]),
             scheduled_at=self.time(row[17]),
             claimed_at=self.time(read_before_claim_at if before else row[18]),
+            start_recorded=start_recorded,
+            redeliveries=row[19],
         )
 
     def execution(self, row: Row) -> Execution:

@@ -70,7 +70,12 @@ class JobQueue(ABC):
 
     @abstractmethod
     def claim_due_jobs(
-        self, *, node_id: str, limit: int, priority_boost_seconds: float
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
     ) -> list[ClaimedJob]:
         """Atomically claim up to ``limit`` due PENDING jobs for ``node_id``, in claim order.
 
@@ -83,6 +88,26 @@ class JobQueue(ABC):
         RUNNING execution record ``(job_id, claim_seq)`` is opened in the same atomic step.
         Concurrent claimers on any number of store instances must never receive the same
         job for the same ``claim_seq``. The cost must not grow with the number of pending jobs.
+
+        ``start_now`` says how many of the claimed jobs (the first ones, in claim order)
+        the worker starts at once; ``None`` means all of them. The store must record the
+        start of exactly those (``started_seq`` = their new ``claim_seq``, and
+        ``ClaimedJob.start_recorded`` true); the others are claimed ahead and their start
+        is not recorded (``start_recorded`` false) until :meth:`mark_started`. Every
+        returned job carries its ``redeliveries`` count. Crash recovery charges only
+        claims whose start was recorded (see :class:`OrphanRecoveryStore`).
+        """
+
+    @abstractmethod
+    def mark_started(self, job_id: str, claim_seq: int) -> bool:
+        """Record that the body of the claim ``claim_seq`` is about to start.
+
+        RUNNING with this ``claim_seq``: sets ``started_seq = claim_seq`` and returns
+        ``True`` (also when it was already recorded). Changes nothing and returns
+        ``False`` when the job is not RUNNING with exactly this ``claim_seq``. The engine
+        calls it only for a job claimed ahead that crash recovery returned before
+        (``redeliveries > 0``), so a job that kills its node is charged for it while its
+        waiting neighbours are not.
         """
 
     @abstractmethod
@@ -97,11 +122,15 @@ class JobQueue(ABC):
         """
 
     @abstractmethod
-    def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
+    def fail_job(
+        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
+    ) -> bool:
         """RUNNING with this ``claim_seq`` → FAILED (the dead-letter queue); ``attempts + 1``.
 
         Records ``error`` as ``last_error``, closes the execution record as FAILED and
         releases the business key, atomically. Fenced exactly as :meth:`complete_job`.
+        With ``count_attempt=False`` (the crash-limit dead letter: no attempt of the job
+        finished) ``attempts`` is left unchanged.
         """
 
     @abstractmethod
@@ -119,7 +148,7 @@ class JobQueue(ABC):
         """RUNNING with this ``claim_seq`` → PENDING, due now, with no charge of any kind.
 
         ``attempts`` and ``crash_count`` are unchanged; the execution record closes as
-        FAILED with ``message``. Fenced exactly as :meth:`complete_job`.
+        RELEASED with ``message``. Fenced exactly as :meth:`complete_job`.
         """
 
     @abstractmethod
@@ -143,7 +172,11 @@ class JobQueue(ABC):
     def list_jobs(
         self, *, status: JobStatus | None = None, tag: str | None = None, limit: int = 100
     ) -> list[Job]:
-        """Jobs filtered by status and/or tag, newest first, at most ``limit``."""
+        """Jobs filtered by status and/or tag, newest first, at most ``limit``.
+
+        ``tag`` arrives normalised (stripped, lower-cased) and matches whole stored tags
+        only: never a tag that merely contains it or starts with it.
+        """
 
     @abstractmethod
     def count_jobs(self) -> dict[JobStatus, int]:
@@ -151,7 +184,11 @@ class JobQueue(ABC):
 
     @abstractmethod
     def find_job_id_by_idempotency_key(self, key: str) -> str | None:
-        """The id of the job first enqueued with ``key``; survives deletion and archiving."""
+        """The id of the job first enqueued with ``key``; survives deletion and archiving.
+
+        Keys (idempotency and business keys alike) match exactly: another case, surrounding
+        whitespace or a prefix is another key.
+        """
 
     @abstractmethod
     def find_active_job_by_business_key(self, key: str) -> Job | None:
@@ -212,13 +249,14 @@ class LockStore(ABC):
         """Take the lock when it is free, expired, or already held by ``owner``.
 
         The lease expires at database-now + ``ttl_seconds`` (fractions honoured, never
-        rounded down to zero). Concurrent callers: exactly one winner. Non-positive TTL
-        raises ``ValueError``.
+        rounded down to zero), also when ``owner`` re-acquires a lease it holds. Concurrent
+        callers: exactly one winner. Non-positive TTL raises ``ValueError``.
         """
 
     @abstractmethod
     def renew_lock(self, name: str, ttl_seconds: float, owner: str) -> bool:
-        """Extend a lease ``owner`` still holds (unexpired); ``False`` means stop the work."""
+        """Extend a lease ``owner`` still holds (unexpired) to database-now + ``ttl_seconds``;
+        ``False`` means stop the work."""
 
     @abstractmethod
     def release_lock(self, name: str, owner: str) -> None:
@@ -236,17 +274,26 @@ class OrphanRecoveryStore(ABC):
 
         Also claims with no owner that are older than the grace. Each reset is a guarded
         compare-and-swap on ``(status, claim_seq)``: RUNNING → PENDING, owner cleared,
-        ``crash_count + 1``, ``attempts`` unchanged, its execution record closed as FAILED
-        with the orphan message. A job of a node that still heartbeats is never touched.
-        Jobs whose ``crash_count`` already reached ``max_crash_redeliveries`` are not reset:
-        they are returned in ``exhausted`` (at most ``limit``) for the engine to fail.
+        ``redeliveries + 1``, ``attempts`` unchanged. A job of a node that still
+        heartbeats is never touched.
+
+        Only a claim whose start was recorded (``started_seq == claim_seq``, see
+        :meth:`JobQueue.claim_due_jobs` and :meth:`JobQueue.mark_started`) is charged:
+        ``crash_count + 1``, its execution record closed as FAILED with
+        ``ORPHAN_RECOVERED_MESSAGE``. A claim whose start was not recorded (it was waiting,
+        claimed ahead, on the dead node) is released with no charge: ``crash_count``
+        unchanged, its execution record closed as RELEASED with
+        ``UNSTARTED_RECOVERED_MESSAGE``. Charged jobs whose ``crash_count`` already reached
+        ``max_crash_redeliveries`` are not reset: they are returned in ``exhausted`` (at
+        most ``limit``) for the engine to fail; an uncharged claim is never exhausted.
         """
 
     @abstractmethod
     def recover_node_claims(
         self, node_id: str, *, max_crash_redeliveries: int, limit: int
     ) -> OrphanRecovery:
-        """At a node's restart: reset its own RUNNING claims at once, charging the crash count.
+        """At a node's restart: reset its own RUNNING claims at once, by the same rules as
+        :meth:`recover_orphans` (only claims whose start was recorded are charged).
 
         Exhausted claims stay RUNNING with the owner cleared, so a later
         :meth:`recover_orphans` can fail them; they are also returned in ``exhausted``.
@@ -256,7 +303,7 @@ class OrphanRecoveryStore(ABC):
     def release_node_claims(self, node_id: str, *, message: str) -> int:
         """Orderly drain: every RUNNING job of ``node_id`` → PENDING with no charge.
 
-        Closes their execution records as FAILED with ``message``; advancing nothing that
+        Closes their execution records as RELEASED with ``message``; advancing nothing that
         would let the releasing worker still record an outcome (its ``claim_seq`` is stale
         because the job is no longer RUNNING under it). Returns how many were released.
         """

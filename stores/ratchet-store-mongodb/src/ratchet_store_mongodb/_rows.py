@@ -28,6 +28,8 @@ __all__ = [
     "node_from_doc",
     "recurring_doc",
     "recurring_from_doc",
+    "redelivery_count",
+    "start_is_recorded",
 ]
 
 Doc = Mapping[str, Any]
@@ -69,6 +71,8 @@ def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str,
         "timeout_seconds": job.timeout_seconds,
         "crash_count": 0,
         "claim_seq": 0,
+        "started_seq": 0,
+        "redeliveries": 0,
         "owner": None,
         "claimed_at": None,
         "business_key": job.business_key,
@@ -131,8 +135,25 @@ def job_from_doc(doc: Doc) -> Job:
     )
 
 
-def claimed_from_doc(doc: Doc) -> ClaimedJob:
-    """``doc`` is the job as it is after the claim."""
+def start_is_recorded(doc: Doc) -> bool:
+    """Whether the job's current claim recorded its start (``started_seq == claim_seq``).
+
+    Documents written before ``started_seq`` existed have no such field: their claims
+    always recorded the start, so a missing field reads as recorded (every claim since
+    writes the field)."""
+    claim_seq = int(doc["claim_seq"])
+    return int(doc.get("started_seq", claim_seq)) == claim_seq
+
+
+def redelivery_count(doc: Doc) -> int:
+    """How often crash recovery returned the job; before the field existed every return
+    was a charged crash, so a missing field reads as ``crash_count``."""
+    return int(doc.get("redeliveries", doc["crash_count"]))
+
+
+def claimed_from_doc(doc: Doc, *, start_recorded: bool) -> ClaimedJob:
+    """``doc`` is the job as it is after the claim; ``start_recorded`` is whether the
+    claim recorded the job's start."""
     return ClaimedJob(
         id=doc["_id"],
         name=doc["name"],
@@ -153,6 +174,8 @@ def claimed_from_doc(doc: Doc) -> ClaimedJob:
         recurring_id=doc.get("recurring_id"),
         scheduled_at=aware(doc["scheduled_at"]),
         claimed_at=aware(doc["claimed_at"]),
+        start_recorded=start_recorded,
+        redeliveries=redelivery_count(doc),
     )
 
 

@@ -27,14 +27,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from bson.codec_options import CodecOptions
 from pymongo import ASCENDING, DESCENDING, MongoClient
 from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError, ConnectionFailure, DuplicateKeyError, PyMongoError
 
-from ratchet._messages import ORPHAN_RECOVERED_MESSAGE
 from ratchet._types import (
     ClaimedJob,
     Execution,
@@ -53,8 +52,9 @@ from ratchet.errors import (
     RatchetError,
     StoreUnavailableError,
 )
-from ratchet.spi import JobStore
+from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, UNSTARTED_RECOVERED_MESSAGE, JobStore
 from ratchet_store_mongodb import _schema as s
+from ratchet_store_mongodb._reconnect import idempotent, retry_once_if_lost
 from ratchet_store_mongodb._rows import (
     aware,
     check_aware,
@@ -65,6 +65,8 @@ from ratchet_store_mongodb._rows import (
     node_from_doc,
     recurring_doc,
     recurring_from_doc,
+    redelivery_count,
+    start_is_recorded,
 )
 from ratchet_store_mongodb._url import parse_store_url
 
@@ -85,6 +87,8 @@ _FINISHED = (JobStatus.SUCCEEDED.value, JobStatus.FAILED.value, JobStatus.CANCEL
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DUPLICATE_KEY = 11000
 _RETRIES = 64
+_NOT_ARCHIVED = frozenset({"rev", "started_seq", "redeliveries"})
+_Recovered = Literal["reset", "exhausted"]
 
 
 def _unavailable(method: Callable[P, R]) -> Callable[P, R]:
@@ -190,9 +194,14 @@ class MongoDBJobStore(JobStore):
     # -- clock and fencing ---------------------------------------------------------------
 
     def _now(self) -> datetime:
-        """The server's clock (``hello.localTime``, millisecond precision)."""
+        """The server's clock (``hello.localTime``, millisecond precision).
+
+        Most calls begin with it, and pymongo does not retry commands: after a server
+        restart it is the ``hello`` that meets a dead pooled connection. A read, so it is
+        retried once on a fresh one, and the call goes on as if nothing happened.
+        """
         self._check_open()
-        reply = self._client.admin.command("hello")
+        reply = retry_once_if_lost(lambda _retry: self._client.admin.command("hello"))
         return aware(reply["localTime"])
 
     @_unavailable
@@ -326,27 +335,37 @@ class MongoDBJobStore(JobStore):
 
     @_unavailable
     def enqueue(self, job: NewJob) -> None:
-        self._enqueue_all([job])
+        retry_once_if_lost(lambda retry: self._enqueue_all([job], retry=retry))
 
     @_unavailable
     def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
-        self._enqueue_all(list(jobs))
+        retry_once_if_lost(lambda retry: self._enqueue_all(list(jobs), retry=retry))
 
-    def _enqueue_all(self, jobs: Sequence[NewJob]) -> None:
+    def _enqueue_all(self, jobs: Sequence[NewJob], *, retry: bool = False) -> None:
+        """Store ``jobs``; with ``retry`` (the first attempt lost its connection, maybe after
+        writing), documents naming these job ids are the first attempt's own: job ids are
+        unique (``new_job_id()``), so they are neither duplicates nor conflicts."""
         if not jobs:
             return
         ids = [job.id for job in jobs]
         if len(set(ids)) != len(ids):
             raise RatchetError("enqueue_many received the same job id twice.")
+        stored: set[str] = set()
+        if retry:
+            stored = {str(d["_id"]) for d in self._jobs.find({"_id": {"$in": ids}}, {"_id": 1})}
+            if len(stored) == len(ids):
+                return  # the first attempt stored them all; only its answer was lost
         now = self._now()
-        docs = [new_job_doc(job, self._scheduled(job, now), now) for job in jobs]
+        docs = [
+            new_job_doc(job, self._scheduled(job, now), now) for job in jobs if job.id not in stored
+        ]
         taken_keys: list[tuple[str, str]] = []
         reserved: list[tuple[str, str, int]] = []
         inserted = False
         try:
             keyed = [(job.idempotency_key, job.id) for job in jobs if job.idempotency_key]
             taken_keys.extend(keyed)  # undo deletes only documents naming our own jobs
-            self._take_idempotency_keys(keyed, now)
+            self._take_idempotency_keys(keyed, now, own=frozenset(ids) if retry else frozenset())
             for job in jobs:
                 if job.business_key is not None:
                     gen = self._reserve_business_key(job.business_key, job.id, now)
@@ -390,21 +409,30 @@ class MongoDBJobStore(JobStore):
             return check_aware(job.scheduled_at)
         return now + _ms(job.delay_seconds)
 
-    def _take_idempotency_keys(self, keyed: list[tuple[str, str]], now: datetime) -> None:
-        """Insert the permanent key documents in one round trip, in order."""
-        if not keyed:
-            return
-        docs = [{"_id": key, "job_id": job_id, "created_at": now} for key, job_id in keyed]
-        try:
-            self._idempotency.insert_many(docs, ordered=True)
-        except BulkWriteError as exc:
-            errors = exc.details.get("writeErrors") or [{}]
-            index = int(errors[0].get("index", 0))
-            if errors[0].get("code") != _DUPLICATE_KEY or not 0 <= index < len(keyed):
-                raise
-            key = keyed[index][0]
+    def _take_idempotency_keys(
+        self, keyed: list[tuple[str, str]], now: datetime, *, own: frozenset[str] = frozenset()
+    ) -> None:
+        """Insert the permanent key documents in one round trip, in order.
+
+        A key already held by the very job that carries it, one of ``own`` (a retried
+        enqueue's first attempt took it), is kept; any other holder is a conflict.
+        """
+        while keyed:
+            docs = [{"_id": key, "job_id": job_id, "created_at": now} for key, job_id in keyed]
+            try:
+                self._idempotency.insert_many(docs, ordered=True)
+                return
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors") or [{}]
+                index = int(errors[0].get("index", 0))
+                if errors[0].get("code") != _DUPLICATE_KEY or not 0 <= index < len(keyed):
+                    raise
+            key, job_id = keyed[index]
             existing = self._idempotency.find_one({"_id": key})
             holder = None if existing is None else existing.get("job_id")
+            if holder == job_id and holder in own:
+                keyed = keyed[index + 1 :]  # ours already; the ordered insert stopped here
+                continue
             raise DuplicateIdempotencyKeyError(
                 f"Idempotency key {key!r} was already used by job {holder!r}; keys are unique "
                 "forever. Look that job up instead of enqueueing again, or use a new key.",
@@ -480,17 +508,24 @@ class MongoDBJobStore(JobStore):
 
     @_unavailable
     def claim_due_jobs(
-        self, *, node_id: str, limit: int, priority_boost_seconds: float
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
     ) -> list[ClaimedJob]:
         if limit <= 0:
             return []
+        starting = limit if start_now is None else start_now
         now = self._now()
         claimed: list[ClaimedJob] = []
         for _round in range(3):
             candidates = self._candidates(now, limit - len(claimed), priority_boost_seconds)
             lost = 0
             for doc in candidates:
-                won = self._claim_one(doc, node_id, now)
+                # Jobs are won in claim order: the first ``starting`` are started at once.
+                won = self._claim_one(doc, node_id, now, start=len(claimed) < starting)
                 if won is None:
                     lost += 1
                     continue
@@ -533,16 +568,23 @@ class MongoDBJobStore(JobStore):
         found.sort(key=order)
         return found[:limit]
 
-    def _claim_one(self, doc: Doc, node_id: str, now: datetime) -> ClaimedJob | None:
+    def _claim_one(
+        self, doc: Doc, node_id: str, now: datetime, *, start: bool
+    ) -> ClaimedJob | None:
         def decide(job: Doc, at: datetime) -> dict[str, Any] | None:
             if job["status"] != JobStatus.PENDING.value or aware(job["scheduled_at"]) > at:
                 return None
+            claim_seq = int(job["claim_seq"]) + 1
+            # Always written, so a document from before the field existed stops reading
+            # as "recorded" once it is claimed ahead.
+            started_seq = claim_seq if start else int(job.get("started_seq", 0))
             return {
                 "status": JobStatus.RUNNING.value,
                 "owner": node_id,
                 "claimed_at": at,
                 "started_at": at,
-                "claim_seq": int(job["claim_seq"]) + 1,
+                "claim_seq": claim_seq,
+                "started_seq": started_seq,
             }
 
         done = self._job_cas(str(doc["_id"]), decide, doc=doc, now=now, persist=False)
@@ -563,7 +605,7 @@ class MongoDBJobStore(JobStore):
             },
             upsert=True,
         )
-        return claimed_from_doc(after)
+        return claimed_from_doc(after, start_recorded=start)
 
     # -- outcomes ------------------------------------------------------------------------
 
@@ -623,13 +665,22 @@ class MongoDBJobStore(JobStore):
         )
 
     @_unavailable
-    def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
+    def mark_started(self, job_id: str, claim_seq: int) -> bool:
+        # A transition like any other (the rev token): it cannot slip between an orphan
+        # reset's read and write; a claim that moved on is not marked.
+        marked = self._job_cas(job_id, _while_claimed(claim_seq, {"started_seq": claim_seq}))
+        return marked is not None
+
+    @_unavailable
+    def fail_job(
+        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
+    ) -> bool:
         return self._fenced_outcome(
             job_id,
             claim_seq,
             lambda job, now: {
                 "status": JobStatus.FAILED.value,
-                "attempts": int(job["attempts"]) + 1,
+                "attempts": int(job["attempts"]) + int(count_attempt),
                 "last_error": error,
                 "owner": None,
                 "finished_at": now,
@@ -668,7 +719,7 @@ class MongoDBJobStore(JobStore):
                 "claimed_at": None,
                 "scheduled_at": now,
             },
-            ExecutionStatus.FAILED,
+            ExecutionStatus.RELEASED,
             message,
         )
 
@@ -728,12 +779,14 @@ class MongoDBJobStore(JobStore):
     # -- reads ---------------------------------------------------------------------------
 
     @_unavailable
+    @idempotent
     def get_job(self, job_id: str) -> Job | None:
         self._check_open()
         doc = self._jobs.find_one({"_id": job_id})
         return None if doc is None else job_from_doc(doc)
 
     @_unavailable
+    @idempotent
     def list_jobs(
         self, *, status: JobStatus | None = None, tag: str | None = None, limit: int = 100
     ) -> list[Job]:
@@ -751,6 +804,7 @@ class MongoDBJobStore(JobStore):
         return [job_from_doc(doc) for doc in cursor]
 
     @_unavailable
+    @idempotent
     def count_jobs(self) -> dict[JobStatus, int]:
         self._check_open()
         return {
@@ -758,12 +812,14 @@ class MongoDBJobStore(JobStore):
         }
 
     @_unavailable
+    @idempotent
     def find_job_id_by_idempotency_key(self, key: str) -> str | None:
         self._check_open()
         doc = self._idempotency.find_one({"_id": key})
         return None if doc is None else str(doc["job_id"])
 
     @_unavailable
+    @idempotent
     def find_active_job_by_business_key(self, key: str) -> Job | None:
         self._check_open()
         doc = self._jobs.find_one({"business_key": key, "status": {"$in": list(_ACTIVE)}})
@@ -772,6 +828,7 @@ class MongoDBJobStore(JobStore):
     # -- executions ----------------------------------------------------------------------
 
     @_unavailable
+    @idempotent
     def list_executions(self, job_id: str) -> list[Execution]:
         self._check_open()
         cursor = self._executions.find({"job_id": job_id}).sort("claim_seq", ASCENDING)
@@ -813,21 +870,25 @@ class MongoDBJobStore(JobStore):
                 continue
 
     @_unavailable
+    @idempotent
     def register_node(self, node_id: str) -> None:
         now = self._now()
         self._upsert_node(node_id, {"started_at": now, "heartbeat_at": now}, {})
 
     @_unavailable
+    @idempotent
     def heartbeat(self, node_id: str) -> None:
         now = self._now()
         self._upsert_node(node_id, {"heartbeat_at": now}, {"started_at": now})
 
     @_unavailable
+    @idempotent
     def list_nodes(self) -> list[NodeInfo]:
         self._check_open()
         return [node_from_doc(d) for d in self._nodes.find().sort("heartbeat_at", DESCENDING)]
 
     @_unavailable
+    @idempotent
     def list_stale_nodes(self, grace_seconds: float) -> list[NodeInfo]:
         cut = self._now() - _ms(grace_seconds)
         cursor = self._nodes.find({"heartbeat_at": {"$lt": cut}}).sort("heartbeat_at", ASCENDING)
@@ -908,23 +969,46 @@ class MongoDBJobStore(JobStore):
 
     # -- orphan recovery -----------------------------------------------------------------
 
-    def _reset_claim(
-        self,
-        job_id: str,
-        claim_seq: int,
-        changes: Callable[[Doc, datetime], dict[str, Any]],
-        message: str | None,
-    ) -> bool:
-        return self._fenced_outcome(job_id, claim_seq, changes, ExecutionStatus.FAILED, message)
+    def _reset_orphan(
+        self, job_id: str, claim_seq: int, max_crash_redeliveries: int
+    ) -> _Recovered | None:
+        """Reset one RUNNING claim of a dead node, charged only when its start was recorded.
 
-    @staticmethod
-    def _orphan_reset(job: Doc, _now: datetime) -> dict[str, Any]:
-        return {
-            "status": JobStatus.PENDING.value,
-            "owner": None,
-            "claimed_at": None,
-            "crash_count": int(job["crash_count"]) + 1,
-        }
+        The charge is decided on the version the reset wins (a ``mark_started`` of the
+        same claim is a transition too, so it lands either before or not at all).
+        ``None``: the claim moved on meanwhile."""
+        exhausted = False
+
+        def decide(job: Doc, _now: datetime) -> dict[str, Any] | None:
+            nonlocal exhausted
+            exhausted = False
+            if job["status"] != JobStatus.RUNNING.value or int(job["claim_seq"]) != claim_seq:
+                return None
+            started = start_is_recorded(job)
+            if started and int(job["crash_count"]) >= max_crash_redeliveries:
+                exhausted = True  # its start was recorded after the scan read it
+                return None
+            return {
+                "status": JobStatus.PENDING.value,
+                "owner": None,
+                "claimed_at": None,
+                "crash_count": int(job["crash_count"]) + int(started),
+                "redeliveries": redelivery_count(job) + 1,
+            }
+
+        done = self._job_cas(job_id, decide)
+        if done is None:
+            return "exhausted" if exhausted else None
+        before, after = done
+        status, message = (
+            (ExecutionStatus.FAILED, ORPHAN_RECOVERED_MESSAGE)
+            if start_is_recorded(before)
+            else (ExecutionStatus.RELEASED, UNSTARTED_RECOVERED_MESSAGE)
+        )
+        self._close_execution(
+            job_id, claim_seq, status=status, message=message, now=after["updated_at"]
+        )
+        return "reset"
 
     def _recover(
         self, docs: list[Doc], max_crash_redeliveries: int, limit: int, *, disown: bool
@@ -933,14 +1017,16 @@ class MongoDBJobStore(JobStore):
         exhausted: list[tuple[str, int]] = []
         for doc in docs:
             job_id, claim_seq = str(doc["_id"]), int(doc["claim_seq"])
-            if int(doc["crash_count"]) >= max_crash_redeliveries:
+            outcome: _Recovered | None = "exhausted"
+            if not (start_is_recorded(doc) and int(doc["crash_count"]) >= max_crash_redeliveries):
+                outcome = self._reset_orphan(job_id, claim_seq, max_crash_redeliveries)
+            if outcome == "reset":
+                reset += 1
+            elif outcome == "exhausted":
                 if disown:
                     self._job_cas(job_id, _while_claimed(claim_seq, {"owner": None}))
                 if len(exhausted) < limit:
                     exhausted.append((job_id, claim_seq))
-                continue
-            if self._reset_claim(job_id, claim_seq, self._orphan_reset, ORPHAN_RECOVERED_MESSAGE):
-                reset += 1
         return OrphanRecovery(reset=reset, exhausted=tuple(exhausted))
 
     @_unavailable
@@ -952,7 +1038,7 @@ class MongoDBJobStore(JobStore):
         alive = {doc["_id"] for doc in self._nodes.find({"heartbeat_at": {"$gt": cut}}, {"_id": 1})}
         running = self._jobs.find(
             {"status": JobStatus.RUNNING.value, "claimed_at": {"$lte": cut}},
-            {"claim_seq": 1, "crash_count": 1, "owner": 1, "claimed_at": 1},
+            {"claim_seq": 1, "crash_count": 1, "started_seq": 1, "owner": 1, "claimed_at": 1},
         ).sort("claimed_at", ASCENDING)
         orphans = [doc for doc in running if doc.get("owner") is None or doc["owner"] not in alive]
         return self._recover(orphans, max_crash_redeliveries, limit, disown=False)
@@ -961,7 +1047,7 @@ class MongoDBJobStore(JobStore):
         return list(
             self._jobs.find(
                 {"status": JobStatus.RUNNING.value, "owner": node_id},
-                {"claim_seq": 1, "crash_count": 1, "claimed_at": 1},
+                {"claim_seq": 1, "crash_count": 1, "started_seq": 1, "claimed_at": 1},
             ).sort("claimed_at", ASCENDING)
         )
 
@@ -977,7 +1063,7 @@ class MongoDBJobStore(JobStore):
         self._check_open()
         released = 0
         for doc in self._node_claims(node_id):
-            if self._reset_claim(
+            if self._fenced_outcome(
                 str(doc["_id"]),
                 int(doc["claim_seq"]),
                 lambda _job, _now: {
@@ -985,6 +1071,7 @@ class MongoDBJobStore(JobStore):
                     "owner": None,
                     "claimed_at": None,
                 },
+                ExecutionStatus.RELEASED,
                 message,
             ):
                 released += 1
@@ -1073,6 +1160,7 @@ class MongoDBJobStore(JobStore):
         return True
 
     @_unavailable
+    @idempotent
     def last_recurring_fire(self, recurring_id: str) -> datetime | None:
         self._check_open()
         doc = self._fires.find_one({"recurring_id": recurring_id}, sort=[("fire_time", DESCENDING)])
@@ -1109,6 +1197,7 @@ class MongoDBJobStore(JobStore):
                 continue
 
     @_unavailable
+    @idempotent
     def list_recurring(self) -> list[RecurringDefinition]:
         self._check_open()
         return [recurring_from_doc(d) for d in self._recurring.find().sort("_id", ASCENDING)]
@@ -1138,7 +1227,9 @@ class MongoDBJobStore(JobStore):
         ):
             return False
         if archive:
-            copy = {key: value for key, value in doc.items() if key != "rev"}
+            # The archive keeps the job's recorded columns, as the SQL stores' archive table
+            # does: not the fencing version nor the crash-recovery bookkeeping.
+            copy = {key: value for key, value in doc.items() if key not in _NOT_ARCHIVED}
             self._archive.replace_one({"_id": job_id}, {**copy, "archived_at": now}, upsert=True)
         self._jobs.delete_one({"_id": job_id})
         self._tokens.delete_many({"ref": f"job:{job_id}"})

@@ -15,8 +15,9 @@
    only ever locks rows this claim takes. Primary-key point locks take no gap locks, even
    under REPEATABLE READ: claimers never block enqueuers or each other.
 4. **Claim**, same transaction: one UPDATE (RUNNING, owner, claimed_at = the time of step
-   1, ``claim_seq + 1``) and one INSERT opening the execution records; commit. The jobs
-   are returned in claim order.
+   1, ``claim_seq + 1``; for the first ``start_now`` of the locked jobs in claim order,
+   the ones the worker starts at once, also ``started_seq`` = the new ``claim_seq``) and
+   one INSERT opening the execution records; commit. The jobs are returned in claim order.
 """
 
 from __future__ import annotations
@@ -67,9 +68,17 @@ def claim_order(
 
 
 def lock_and_claim(
-    conn: Connection[Any], order: Sequence[bytes], *, now: datetime, node_id: str, limit: int
+    conn: Connection[Any],
+    order: Sequence[bytes],
+    *,
+    now: datetime,
+    node_id: str,
+    limit: int,
+    start_now: int | None = None,
 ) -> list[ClaimedJob]:
-    """Steps 3 and 4 inside the transaction open on ``conn`` (the caller commits)."""
+    """Steps 3 and 4 inside the transaction open on ``conn`` (the caller commits).
+
+    The first ``start_now`` jobs claimed (``None``: all) have their start recorded."""
     chosen: list[Sequence[Any]] = []
     tried = 0
     with conn.cursor() as cursor:
@@ -88,8 +97,18 @@ def lock_and_claim(
         if not chosen:
             return []
         ids = [row[0] for row in chosen]
+        # Chosen rows are in claim order: the first ``starting`` are started at once.
+        starting = len(ids) if start_now is None else max(0, min(start_now, len(ids)))
+        marked: list[Any] = []
+        if starting == len(ids):
+            assign = sql.STARTED_ALL
+        elif starting == 0:
+            assign = sql.STARTED_NONE
+        else:
+            assign, marked = sql.STARTED_SOME.format(ids=sql.placeholders(starting)), ids[:starting]
         cursor.execute(
-            sql.CLAIM_LOCKED.format(ids=sql.placeholders(len(ids))), [node_id, now, now, now, *ids]
+            sql.CLAIM_LOCKED.format(started=assign, ids=sql.placeholders(len(ids))),
+            [node_id, now, now, *marked, now, *ids],
         )
         # CLIENT.FOUND_ROWS: the count is rows matched, and every locked row must match.
         if cursor.rowcount != len(ids):
@@ -97,7 +116,10 @@ def lock_and_claim(
                 f"claimed {cursor.rowcount} of {len(ids)} locked jobs; the transaction is "
                 "rolled back"
             )
-        jobs = [_rows.claimed_job(row, claimed_at=now) for row in chosen]
+        jobs = [
+            _rows.claimed_job(row, claimed_at=now, start_recorded=index < starting)
+            for index, row in enumerate(chosen)
+        ]
         opened = [
             value for job in jobs for value in (job.id, job.claim_seq, job.attempt, node_id, now)
         ]
@@ -108,7 +130,12 @@ def lock_and_claim(
 
 
 def claim_due_jobs(
-    conn: Connection[Any], *, node_id: str, limit: int, boost_seconds: float
+    conn: Connection[Any],
+    *,
+    node_id: str,
+    limit: int,
+    boost_seconds: float,
+    start_now: int | None = None,
 ) -> list[ClaimedJob]:
     """The whole claim on ``conn`` (an idle autocommit connection); see the module doc."""
     with conn.cursor() as cursor:
@@ -120,7 +147,9 @@ def claim_due_jobs(
     order = claim_order(candidates, now, boost_seconds)
     conn.begin()
     try:
-        jobs = lock_and_claim(conn, order, now=now, node_id=node_id, limit=limit)
+        jobs = lock_and_claim(
+            conn, order, now=now, node_id=node_id, limit=limit, start_now=start_now
+        )
         conn.commit()
     except BaseException:
         rollback_quietly(conn)

@@ -14,8 +14,8 @@ from typing import Any
 import pymysql
 from pymysql.cursors import Cursor
 
-from ratchet._messages import ORPHAN_RECOVERED_MESSAGE
 from ratchet._types import NewJob, NodeInfo, OrphanRecovery, RecurringDefinition
+from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, UNSTARTED_RECOVERED_MESSAGE, ExecutionStatus
 from ratchet_store_mysql import _enqueue, _rows
 from ratchet_store_mysql import _statements as sql
 from ratchet_store_mysql import _statements_cluster as cluster_sql
@@ -36,17 +36,18 @@ class ClusterOperations(PooledStore):
 
     def register_node(self, node_id: str) -> None:
         _enqueue.check_length("Node id", node_id, _enqueue.ID_BYTES)
-        self._execute(cluster_sql.REGISTER_NODE, (node_id,))
+        self._execute(cluster_sql.REGISTER_NODE, (node_id,), idempotent=True)
 
     def heartbeat(self, node_id: str) -> None:
         _enqueue.check_length("Node id", node_id, _enqueue.ID_BYTES)
-        self._execute(cluster_sql.HEARTBEAT, (node_id,))
+        self._execute(cluster_sql.HEARTBEAT, (node_id,), idempotent=True)
 
     def list_nodes(self) -> list[NodeInfo]:
-        return [_rows.node(row) for row in self._all(cluster_sql.SELECT_NODES)]
+        return [_rows.node(row) for row in self._all(cluster_sql.SELECT_NODES, idempotent=True)]
 
     def list_stale_nodes(self, grace_seconds: float) -> list[NodeInfo]:
-        rows = self._all(cluster_sql.SELECT_STALE_NODES, (microseconds(grace_seconds),))
+        grace = (microseconds(grace_seconds),)
+        rows = self._all(cluster_sql.SELECT_STALE_NODES, grace, idempotent=True)
         return [_rows.node(row) for row in rows]
 
     def remove_nodes(self, node_ids: Sequence[str]) -> int:
@@ -57,7 +58,7 @@ class ClusterOperations(PooledStore):
         return self._execute(statement, unique)
 
     def database_time(self) -> datetime:
-        row = self._one(sql.NOW)
+        row = self._one(sql.NOW, idempotent=True)
         assert row is not None  # a SELECT without FROM always returns one row
         return _rows.utc(row[0])
 
@@ -74,7 +75,8 @@ class ClusterOperations(PooledStore):
         )
 
     def release_lock(self, name: str, owner: str) -> None:
-        self._execute(cluster_sql.RELEASE_LOCK, {"name": name, "owner": owner})
+        params = {"name": name, "owner": owner}
+        self._execute(cluster_sql.RELEASE_LOCK, params, idempotent=True)
 
     @staticmethod
     def _lock_params(name: str, ttl_seconds: float, owner: str) -> dict[str, Any]:
@@ -113,10 +115,13 @@ class ClusterOperations(PooledStore):
         def work(cursor: Cursor) -> int:
             cursor.execute(cluster_sql.SELECT_NODE_CLAIMS, {"node_id": node_id})
             released = 0
-            for job_id, claim_seq, _crashes in cursor.fetchall():
+            for job_id, claim_seq, _crashes, _started in cursor.fetchall():
                 if cursor.execute(cluster_sql.RELEASE_NODE_CLAIM, (job_id, claim_seq)) == 1:
                     released += 1
-                    cursor.execute(cluster_sql.CLOSE_EXECUTION_FAILED, (text, job_id, claim_seq))
+                    cursor.execute(
+                        cluster_sql.CLOSE_EXECUTION_AS,
+                        (ExecutionStatus.RELEASED.value, text, job_id, claim_seq),
+                    )
             return released
 
         return self._transaction(work)
@@ -180,7 +185,7 @@ class ClusterOperations(PooledStore):
         return True
 
     def last_recurring_fire(self, recurring_id: str) -> datetime | None:
-        row = self._one(cluster_sql.LAST_FIRE, (recurring_id,))
+        row = self._one(cluster_sql.LAST_FIRE, (recurring_id,), idempotent=True)
         return None if row is None or row[0] is None else _rows.utc(row[0])
 
     def cancel_by_business_key(self, key: str) -> int:
@@ -210,10 +215,12 @@ class ClusterOperations(PooledStore):
                 "tags_json": _json_list(definition.tags),
                 "source": definition.source,
             },
+            idempotent=True,  # an upsert: running it twice stores the same definition
         )
 
     def list_recurring(self) -> list[RecurringDefinition]:
-        return [_rows.recurring(row) for row in self._all(cluster_sql.SELECT_RECURRING)]
+        rows = self._all(cluster_sql.SELECT_RECURRING, idempotent=True)
+        return [_rows.recurring(row) for row in rows]
 
     def delete_recurring(self, recurring_id: str) -> bool:
         return self._execute(cluster_sql.DELETE_RECURRING, (recurring_id,)) == 1
@@ -274,20 +281,29 @@ def _recover(
     *,
     disown: bool,
 ) -> OrphanRecovery:
-    """Reset the locked RUNNING claims in ``found`` that still have crash budget (closing
-    their execution records); list, and when ``disown`` clear the owner of, the others."""
+    """Reset the locked RUNNING claims in ``found`` (closing their execution records),
+    except those exhausted; list, and when ``disown`` clear the owner of, the exhausted.
+
+    Only a claim whose start was recorded is charged (``crash_count + 1``, execution
+    FAILED) and can be exhausted; an unstarted one goes back uncharged (RELEASED)."""
     reset = 0
     exhausted: list[tuple[str, int]] = []
-    for job_id, claim_seq, crash_count in found:
-        if crash_count >= max_crash_redeliveries:
+    for job_id, claim_seq, crash_count, started in found:
+        if started and crash_count >= max_crash_redeliveries:
             if disown:
                 cursor.execute(cluster_sql.DISOWN_EXHAUSTED, (job_id, claim_seq))
             if len(exhausted) < max(0, limit):
                 exhausted.append((_rows.text(job_id), int(claim_seq)))
             continue
-        if cursor.execute(cluster_sql.RESET_ORPHAN, (job_id, claim_seq)) == 1:
+        charge = 1 if started else 0
+        if cursor.execute(cluster_sql.RESET_ORPHAN, (charge, job_id, claim_seq)) == 1:
             reset += 1
+            status, message = (
+                (ExecutionStatus.FAILED, ORPHAN_RECOVERED_MESSAGE)
+                if started
+                else (ExecutionStatus.RELEASED, UNSTARTED_RECOVERED_MESSAGE)
+            )
             cursor.execute(
-                cluster_sql.CLOSE_EXECUTION_FAILED, (ORPHAN_RECOVERED_MESSAGE, job_id, claim_seq)
+                cluster_sql.CLOSE_EXECUTION_AS, (status.value, message, job_id, claim_seq)
             )
     return OrphanRecovery(reset=reset, exhausted=tuple(exhausted))

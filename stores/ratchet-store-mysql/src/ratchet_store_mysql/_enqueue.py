@@ -1,8 +1,9 @@
 """Writing new jobs: multi-row INSERTs in chunks, key conflicts turned into Ratchet errors.
 
 Used by the store's own :meth:`enqueue` / :meth:`enqueue_many` (inside a transaction on a
-pooled connection) and by transactional enqueue (on the caller's connection, inside the
-caller's transaction, see :mod:`ratchet_store_mysql._transactional`).
+pooled connection, retried once when the connection is lost, see :func:`all_stored`) and by
+transactional enqueue (on the caller's connection, inside the caller's transaction, never
+retried, see :mod:`ratchet_store_mysql._transactional`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "CHUNK_BYTES",
     "CHUNK_ROWS",
     "KeyConflict",
+    "all_stored",
     "check_batch",
     "check_length",
     "conflict_error",
@@ -184,6 +186,20 @@ def insert_jobs(cursor: Cursor, jobs: Sequence[NewJob]) -> None:
             rows = sql.placeholders(len(tags), sql.TAG_ROW)
             flat = [value for pair in tags for value in pair]
             _run(cursor, sql.INSERT_TAGS.format(rows=rows), flat, "tag")
+
+
+def all_stored(lookup: Lookup, jobs: Sequence[NewJob]) -> bool:
+    """Whether every one of these job ids is stored (``lookup`` as for
+    :func:`conflict_error`).
+
+    For an enqueue retried after a lost connection: if the first attempt committed before
+    its answer was lost, the retry meets its own rows; when all of its job ids exist, the
+    key conflict is the batch's own (job ids are unique, ``new_job_id()``) and the enqueue
+    succeeded.
+    """
+    ids = [job.id for job in jobs]
+    row = lookup(sql.COUNT_JOBS_WITH_IDS.format(ids=sql.placeholders(len(ids))), ids)
+    return row is not None and int(row[0]) == len(ids)
 
 
 def conflict_error(lookup: Lookup, jobs: Sequence[NewJob], conflict: KeyConflict) -> Exception:

@@ -9,7 +9,15 @@ A small thread-safe pool of PyMySQL connections of our own (PyMySQL has none):
   that closed it (``KILL``, restart, ``wait_timeout``) leaves it readable, and it is
   replaced by a fresh one. So after a restart or a kill the next call normally just works.
 * A connection that fails in use is discarded, with every idle one (after a restart they
-  are all dead); the call raises StoreUnavailableError with the password redacted.
+  are all dead); the call raises :class:`ConnectionLostError` (a StoreUnavailableError)
+  with the password redacted.
+* Idempotent calls (reads; enqueues, which carry their job ids) that lose their connection
+  in use are run once more (:meth:`PooledStore._run_idempotent`): the idle connections
+  were just discarded, so the retry runs on a fresh (or just used) connection, and one
+  retry is enough; a second loss means the server is going away again. This covers a
+  server hang-up the poll could not see yet. Claims and fenced outcome writes are not
+  retried here: the server may have applied them before the answer was lost, and only the
+  engine can read back what happened.
 
 Each connection is in autocommit mode (one statement, one transaction) with the session set
 to UTC and strict SQL, and with the ``CLIENT.FOUND_ROWS`` flag (see :func:`connect`).
@@ -18,7 +26,6 @@ to UTC and strict SQL, and with the ``CLIENT.FOUND_ROWS`` flag (see :func:`conne
 from __future__ import annotations
 
 import contextlib
-import logging
 import select
 import threading
 from collections.abc import Callable, Iterator
@@ -32,9 +39,11 @@ from pymysql.cursors import Cursor
 
 from ratchet._redact import redact
 from ratchet.errors import RatchetError, StoreUnavailableError
+from ratchet.spi import get_logger
 from ratchet_store_mysql._url import ConnectionSettings, IsolationLevel, parse_store_url
 
 __all__ = [
+    "ConnectionLostError",
     "ConnectionPool",
     "PooledStore",
     "connect",
@@ -44,7 +53,7 @@ __all__ = [
     "run_with_retries",
 ]
 
-log = logging.getLogger("ratchet.stores.mysql")
+log = get_logger("ratchet.stores.mysql")
 
 # Server errors that mean "this connection or the server cannot be used", not "the
 # statement was wrong": too many connections, access denied, unknown database, shutdown
@@ -59,6 +68,10 @@ LOCK_CONFLICT_ERRNOS = frozenset({1205, 1213})
 
 # Strict mode: a value that does not fit is an error, never silently truncated.
 _SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
+
+
+class ConnectionLostError(StoreUnavailableError):
+    """A pooled connection broke while a call used it: the server closed it or went away."""
 
 
 def _errno(exc: BaseException) -> int | None:
@@ -119,11 +132,17 @@ def _is_quiet(conn: Connection[Any]) -> bool:
 
     An idle connection is never sent anything by a healthy server, so a readable socket
     means the server closed it (EOF) or sent its last error packet before closing.
+    ``poll`` where available: ``select`` refuses descriptors above ``FD_SETSIZE`` (1024),
+    which would make every connection look dead in a process with many open files.
     """
     sock = getattr(conn, "_sock", None)  # PyMySQL has no public accessor for it
     if sock is None:
         return False
     try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return not poller.poll(0)
         readable, _, _ = select.select([sock], [], [], 0)
     except (OSError, ValueError):
         return False
@@ -143,7 +162,8 @@ class ConnectionPool:
 
     @contextmanager
     def connection(self) -> Iterator[Connection[Any]]:
-        """Borrow a live connection; transport failures become StoreUnavailableError."""
+        """Borrow a live connection; transport failures become StoreUnavailableError
+        (:class:`ConnectionLostError` when the connection broke in use)."""
         display = self._settings.display
         if self._closed:
             raise RatchetError(f"The store {display} is closed.")
@@ -162,14 +182,15 @@ class ConnectionPool:
                 # is unknown, so the connection is not reused.
                 self._discard(conn)
                 conn = None
+            lost = False
             if conn is not None and is_transport_error(exc):
+                lost = True  # it broke in use: the call may be retried on a fresh one
                 self._discard(conn)
                 conn = None
                 self.discard_idle()
             if is_transport_error(exc):
-                raise StoreUnavailableError(
-                    f"MySQL store {display} is unavailable: {redact(str(exc))}"
-                ) from exc
+                error = ConnectionLostError if lost else StoreUnavailableError
+                raise error(f"MySQL store {display} is unavailable: {redact(str(exc))}") from exc
             raise
         finally:
             if conn is not None:
@@ -276,18 +297,39 @@ class PooledStore:
     def _connection(self) -> AbstractContextManager[Connection[Any]]:
         return self._pool.connection()
 
-    def _with_connection(self, work: Callable[[Connection[Any]], T]) -> T:
-        """``work(conn)`` on a pooled connection, run again after a lock conflict."""
+    def _run_idempotent(self, call: Callable[[bool], T]) -> T:
+        """``call(False)``, and ``call(True)`` once more if it raised ConnectionLostError.
+
+        Only for calls that may safely run twice: reads, and writes whose second run has
+        the same effect and answer. The flag tells the call it is the retry, so a write can
+        recognise its own lost first attempt (enqueue does, by its job ids).
+        """
+        try:
+            return call(False)
+        except ConnectionLostError as exc:
+            log.info("MySQL store %s: connection lost, retrying once: %s", self._display, exc)
+            return call(True)
+
+    def _with_connection(
+        self, work: Callable[[Connection[Any]], T], *, idempotent: bool = False
+    ) -> T:
+        """``work(conn)`` on a pooled connection, run again after a lock conflict, and
+        with ``idempotent`` (``work`` may run twice with the same effect and answer) once
+        more after a lost connection."""
 
         def attempt() -> T:
             with self._pool.connection() as conn:
                 return work(conn)
 
-        result: T = run_with_retries(attempt, on_conflict=self._count_conflict)
-        return result
+        def run(_retry: bool) -> T:
+            result: T = run_with_retries(attempt, on_conflict=self._count_conflict)
+            return result
+
+        return self._run_idempotent(run) if idempotent else run(False)
 
     def _transaction(self, work: Callable[[Cursor], T]) -> T:
-        """``work(cursor)`` in one transaction, committed when it returns."""
+        """``work(cursor)`` in one transaction, committed when it returns (not retried
+        after a lost connection: the commit may have happened)."""
 
         def run(conn: Connection[Any]) -> T:
             conn.begin()
@@ -302,31 +344,43 @@ class PooledStore:
 
         return self._with_connection(run)
 
-    def _execute(self, statement: str, params: Any = None) -> int:
-        """Run one statement (its own transaction); returns the matched row count."""
+    def _execute(self, statement: str, params: Any = None, *, idempotent: bool = False) -> int:
+        """Run one statement (its own transaction); returns the matched row count.
+
+        ``idempotent``: the statement may run twice with the same effect and answer, so a
+        lost connection retries it once (:meth:`_run_idempotent`).
+        """
 
         def run(conn: Connection[Any]) -> int:
             with conn.cursor() as cursor:
                 return int(cursor.execute(statement, params))
 
-        return self._with_connection(run)
+        return self._with_connection(run, idempotent=idempotent)
 
-    def _one(self, statement: str, params: Any = None) -> tuple[Any, ...] | None:
+    def _one(
+        self, statement: str, params: Any = None, *, idempotent: bool = False
+    ) -> tuple[Any, ...] | None:
+        """The first row of one statement; ``idempotent`` as for :meth:`_execute`."""
+
         def run(conn: Connection[Any]) -> tuple[Any, ...] | None:
             with conn.cursor() as cursor:
                 cursor.execute(statement, params)
                 row: tuple[Any, ...] | None = cursor.fetchone()
                 return row
 
-        return self._with_connection(run)
+        return self._with_connection(run, idempotent=idempotent)
 
-    def _all(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+    def _all(
+        self, statement: str, params: Any = None, *, idempotent: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """Every row of one statement; ``idempotent`` as for :meth:`_execute`."""
+
         def run(conn: Connection[Any]) -> list[tuple[Any, ...]]:
             with conn.cursor() as cursor:
                 cursor.execute(statement, params)
                 return list(cursor.fetchall())
 
-        return self._with_connection(run)
+        return self._with_connection(run, idempotent=idempotent)
 
     def close(self) -> None:
         """Close the pool's connections. Idempotent."""

@@ -61,7 +61,8 @@ node = _DECODE.node
 recurring = _DECODE.recurring
 
 
-def claimed_job(row: Sequence[Any], *, claimed_at: datetime) -> ClaimedJob:
+def claimed_job(row: Sequence[Any], *, claimed_at: datetime, start_recorded: bool) -> ClaimedJob:
     """A row of LOCK_CANDIDATES, read under lock just before the claim UPDATE: the claim
-    adds one to its ``claim_seq`` and opens attempt ``attempts + 1`` at ``claimed_at``."""
-    return _DECODE.claimed_job(row, read_before_claim_at=claimed_at)
+    adds one to its ``claim_seq`` and opens attempt ``attempts + 1`` at ``claimed_at``;
+    ``start_recorded`` is whether that UPDATE recorded the job's start."""
+    return _DECODE.claimed_job(row, start_recorded=start_recorded, read_before_claim_at=claimed_at)

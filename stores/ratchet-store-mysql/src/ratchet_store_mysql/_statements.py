@@ -23,10 +23,12 @@ JOB_COLUMNS = (
     "result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at"
 )
 
+# Read under lock just before the claim: claimed_at is still the previous claim's (the
+# decoder uses the claim's own time instead).
 CLAIMED_COLUMNS = (
     "id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff, "
     "backoff_ms, timeout_seconds, crash_count, claim_seq, params_json, business_key, "
-    "idempotency_key, recurring_id, scheduled_at"
+    "idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries"
 )
 
 NOW = "SELECT UTC_TIMESTAMP(6)"
@@ -68,6 +70,9 @@ SELECT_HOLDER_OF_ANY_BUSINESS_KEY = (
     "SELECT business_key, id FROM ratchet_job WHERE active_business_key IN ({ids}) LIMIT 1"
 )
 
+# After a lost answer, whether the first attempt of an enqueue committed: its job ids exist.
+COUNT_JOBS_WITH_IDS = "SELECT count(*) FROM ratchet_job WHERE id IN ({ids})"
+
 SELECT_ACTIVE_BUSINESS_KEY = f"SELECT {JOB_COLUMNS} FROM ratchet_job WHERE active_business_key = %s"
 
 # -- claim -----------------------------------------------------------------------------
@@ -103,12 +108,25 @@ LOCK_CANDIDATES = (
 )
 
 # Step 3, in the same transaction: the locked rows become RUNNING under a new claim_seq and
-# their execution records are opened. ``now`` is the time read in step 1.
+# their execution records are opened. ``now`` is the time read in step 1. ``{started}`` is
+# one of the STARTED_* forms: the jobs the worker starts at once get started_seq = their
+# new claim_seq. It comes before claim_seq and says claim_seq + 1 itself: a single-table
+# UPDATE assigns left to right (later expressions see the new claim_seq), except under
+# MariaDB's SIMULTANEOUS_ASSIGNMENT mode; this form is right either way.
 CLAIM_LOCKED = (
     "UPDATE ratchet_job SET status = 'RUNNING', owner = %s, claimed_at = %s, started_at = %s, "
-    "claim_seq = claim_seq + 1, updated_at = %s "
+    "started_seq = {started}, claim_seq = claim_seq + 1, updated_at = %s "
     "WHERE id IN ({ids}) AND status = 'PENDING'"
 )
+STARTED_ALL = "claim_seq + 1"
+STARTED_NONE = "started_seq"
+STARTED_SOME = "CASE WHEN id IN ({ids}) THEN claim_seq + 1 ELSE started_seq END"
+
+# Fenced like an outcome; with CLIENT.FOUND_ROWS a start already recorded still counts 1.
+MARK_STARTED = """
+UPDATE ratchet_job SET started_seq = claim_seq
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+"""
 
 OPEN_EXECUTIONS = (
     "INSERT INTO ratchet_execution "
@@ -151,9 +169,10 @@ SET status = 'SUCCEEDED', attempts = attempts + 1, result_json = %(result_json)s
 {_FENCE}
 """
 
+# %(attempt)s is 1, or 0 for the crash-limit dead letter (no attempt of the job finished).
 FAIL_JOB = f"""
 UPDATE ratchet_job
-SET status = 'FAILED', attempts = attempts + 1, last_error = %(message)s, owner = NULL,
+SET status = 'FAILED', attempts = attempts + %(attempt)s, last_error = %(message)s, owner = NULL,
     finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
 {_FENCE}
 """

@@ -71,9 +71,10 @@ _GRACE_CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL %(grace_us)s MICROSECOND"
 # node that still heartbeats never loses its jobs, however old they are. The rows are
 # locked in id order and rows another transaction holds are skipped: a job being completed
 # right now is not an orphan. (A locking clause does not lock the rows the NOT EXISTS
-# subquery reads.)
+# subquery reads.) The last column says whether the claim recorded its job's start (at the
+# claim, or later through mark_started): only such a claim is charged.
 SELECT_ORPHANS = f"""
-SELECT id, claim_seq, crash_count FROM ratchet_job AS j
+SELECT id, claim_seq, crash_count, started_seq = claim_seq FROM ratchet_job AS j
 WHERE status = 'RUNNING' AND claimed_at <= {_GRACE_CUTOFF}
   AND (owner IS NULL OR NOT EXISTS (
         SELECT 1 FROM ratchet_node AS n
@@ -83,7 +84,7 @@ FOR UPDATE SKIP LOCKED
 """
 
 SELECT_NODE_CLAIMS = """
-SELECT id, claim_seq, crash_count FROM ratchet_job
+SELECT id, claim_seq, crash_count, started_seq = claim_seq FROM ratchet_job
 WHERE owner = %(node_id)s AND status = 'RUNNING'
 ORDER BY claimed_at, id
 FOR UPDATE
@@ -92,10 +93,11 @@ FOR UPDATE
 # The resets below are compare-and-swaps on (status, claim_seq), one row each.
 _CAS = "WHERE id = %s AND status = 'RUNNING' AND claim_seq = %s"
 
+# The first parameter is 1 when the claim's start was recorded (a crash is charged), else 0.
 RESET_ORPHAN = f"""
 UPDATE ratchet_job
-SET status = 'PENDING', owner = NULL, claimed_at = NULL, crash_count = crash_count + 1,
-    updated_at = UTC_TIMESTAMP(6)
+SET status = 'PENDING', owner = NULL, claimed_at = NULL, crash_count = crash_count + %s,
+    redeliveries = redeliveries + 1, updated_at = UTC_TIMESTAMP(6)
 {_CAS}
 """
 
@@ -107,9 +109,10 @@ SET status = 'PENDING', owner = NULL, claimed_at = NULL, updated_at = UTC_TIMEST
 {_CAS}
 """
 
-CLOSE_EXECUTION_FAILED = """
+# Status FAILED (a charged crash) or RELEASED (a drain, an unstarted claim taken back).
+CLOSE_EXECUTION_AS = """
 UPDATE ratchet_execution
-SET status = 'FAILED', message = %s, finished_at = UTC_TIMESTAMP(6)
+SET status = %s, message = %s, finished_at = UTC_TIMESTAMP(6)
 WHERE job_id = %s AND claim_seq = %s
 """
 

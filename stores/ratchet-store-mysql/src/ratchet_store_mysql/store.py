@@ -112,13 +112,24 @@ class MySQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         _enqueue.check_batch(jobs)
         if not jobs:
             return
-        try:
-            self._transaction(lambda cursor: _enqueue.insert_jobs(cursor, jobs))
-        except _enqueue.KeyConflict as conflict:  # rolled back: the holder is committed
-            raise _enqueue.conflict_error(self._one, jobs, conflict) from conflict.error
+
+        def insert(retry: bool) -> None:  # idempotent: the job ids tell a lost first attempt
+            try:
+                self._transaction(lambda cursor: _enqueue.insert_jobs(cursor, jobs))
+            except _enqueue.KeyConflict as conflict:  # rolled back: the holder is committed
+                if retry and _enqueue.all_stored(self._one, jobs):
+                    return  # the first attempt committed; only its answer was lost
+                raise _enqueue.conflict_error(self._one, jobs, conflict) from conflict.error
+
+        self._run_idempotent(insert)
 
     def claim_due_jobs(
-        self, *, node_id: str, limit: int, priority_boost_seconds: float
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
     ) -> list[ClaimedJob]:
         limit = int(limit)
         if limit <= 0:
@@ -126,9 +137,17 @@ class MySQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         _enqueue.check_length("Node id", node_id, _enqueue.ID_BYTES)
         return self._with_connection(
             lambda conn: _claim.claim_due_jobs(
-                conn, node_id=node_id, limit=limit, boost_seconds=float(priority_boost_seconds)
+                conn,
+                node_id=node_id,
+                limit=limit,
+                boost_seconds=float(priority_boost_seconds),
+                start_now=None if start_now is None else int(start_now),
             )
         )
+
+    def mark_started(self, job_id: str, claim_seq: int) -> bool:
+        # CLIENT.FOUND_ROWS: a start already recorded matches (1) though nothing changes.
+        return self._execute(sql.MARK_STARTED, {"id": job_id, "claim_seq": claim_seq}) == 1
 
     def _fenced(self, job_update: str, params: dict[str, Any]) -> bool:
         """``job_update`` (fenced by id, RUNNING and claim_seq) and, when it matched, the
@@ -199,12 +218,15 @@ class MySQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         recorded = self._transaction(work)
         return [c.job_id in recorded for c in completions]
 
-    def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
+    def fail_job(
+        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
+    ) -> bool:
         return self._fenced(
             sql.FAIL_JOB,
             {
                 "id": job_id,
                 "claim_seq": claim_seq,
+                "attempt": int(count_attempt),
                 "execution_status": ExecutionStatus.FAILED.value,
                 "message": _enqueue.storable_text(error),
             },
@@ -230,7 +252,7 @@ class MySQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
             {
                 "id": job_id,
                 "claim_seq": claim_seq,
-                "execution_status": ExecutionStatus.FAILED.value,
+                "execution_status": ExecutionStatus.RELEASED.value,
                 "message": _enqueue.storable_text(message),
             },
         )
@@ -257,7 +279,7 @@ class MySQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
             ) from exc
 
     def get_job(self, job_id: str) -> Job | None:
-        row = self._one(sql.SELECT_JOB, (job_id,))
+        row = self._one(sql.SELECT_JOB, (job_id,), idempotent=True)
         return None if row is None else _rows.job(row)
 
     def list_jobs(
@@ -269,26 +291,27 @@ class MySQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
             "limit": max(0, int(limit)),
         }
         statement = sql.LIST_JOBS[status is not None, tag is not None]
-        return [_rows.job(row) for row in self._all(statement, params)]
+        return [_rows.job(row) for row in self._all(statement, params, idempotent=True)]
 
     def count_jobs(self) -> dict[JobStatus, int]:
         counts = dict.fromkeys(JobStatus, 0)
-        for status, count in self._all(sql.COUNT_JOBS):
+        for status, count in self._all(sql.COUNT_JOBS, idempotent=True):
             counts[JobStatus(status)] = int(count)
         return counts
 
     def find_job_id_by_idempotency_key(self, key: str) -> str | None:
-        row = self._one(sql.SELECT_IDEMPOTENCY_KEY, (key,))
+        row = self._one(sql.SELECT_IDEMPOTENCY_KEY, (key,), idempotent=True)
         return None if row is None else _rows.text(row[0])
 
     def find_active_job_by_business_key(self, key: str) -> Job | None:
-        row = self._one(sql.SELECT_ACTIVE_BUSINESS_KEY, (key,))
+        row = self._one(sql.SELECT_ACTIVE_BUSINESS_KEY, (key,), idempotent=True)
         return None if row is None else _rows.job(row)
 
     # -- executions ----------------------------------------------------------------------
 
     def list_executions(self, job_id: str) -> list[Execution]:
-        return [_rows.execution(row) for row in self._all(sql.SELECT_EXECUTIONS, (job_id,))]
+        rows = self._all(sql.SELECT_EXECUTIONS, (job_id,), idempotent=True)
+        return [_rows.execution(row) for row in rows]
 
     def record_late_outcome(
         self, job_id: str, claim_seq: int, *, succeeded: bool, message: str

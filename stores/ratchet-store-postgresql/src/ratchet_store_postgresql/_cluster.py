@@ -12,8 +12,8 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from ratchet._messages import ORPHAN_RECOVERED_MESSAGE
 from ratchet._types import NewJob, NodeInfo, OrphanRecovery, RecurringDefinition
+from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, UNSTARTED_RECOVERED_MESSAGE
 from ratchet_store_postgresql import _enqueue, _rows
 from ratchet_store_postgresql import _statements as sql
 from ratchet_store_postgresql import _statements_cluster as cluster_sql
@@ -29,16 +29,17 @@ class ClusterOperations(PooledStore, EnqueueHints):
     # -- nodes ---------------------------------------------------------------------------
 
     def register_node(self, node_id: str) -> None:
-        self._execute(cluster_sql.REGISTER_NODE, {"node_id": node_id})
+        self._execute(cluster_sql.REGISTER_NODE, {"node_id": node_id}, idempotent=True)
 
     def heartbeat(self, node_id: str) -> None:
-        self._execute(cluster_sql.HEARTBEAT, {"node_id": node_id})
+        self._execute(cluster_sql.HEARTBEAT, {"node_id": node_id}, idempotent=True)
 
     def list_nodes(self) -> list[NodeInfo]:
-        return [_rows.node(row) for row in self._all(cluster_sql.SELECT_NODES)]
+        return [_rows.node(row) for row in self._all(cluster_sql.SELECT_NODES, idempotent=True)]
 
     def list_stale_nodes(self, grace_seconds: float) -> list[NodeInfo]:
-        rows = self._all(cluster_sql.SELECT_STALE_NODES, {"grace": float(grace_seconds)})
+        params = {"grace": float(grace_seconds)}
+        rows = self._all(cluster_sql.SELECT_STALE_NODES, params, idempotent=True)
         return [_rows.node(row) for row in rows]
 
     def remove_nodes(self, node_ids: Sequence[str]) -> int:
@@ -47,7 +48,7 @@ class ClusterOperations(PooledStore, EnqueueHints):
         return self._execute(cluster_sql.REMOVE_NODES, (list(node_ids),))
 
     def database_time(self) -> datetime:
-        row = self._one(sql.NOW)
+        row = self._one(sql.NOW, idempotent=True)
         assert row is not None  # a SELECT without FROM always returns one row
         return _rows.utc(row[0])
 
@@ -62,7 +63,8 @@ class ClusterOperations(PooledStore, EnqueueHints):
         return self._execute(cluster_sql.RENEW_LOCK, params) == 1
 
     def release_lock(self, name: str, owner: str) -> None:
-        self._execute(cluster_sql.RELEASE_LOCK, {"name": name, "owner": owner})
+        params = {"name": name, "owner": owner}
+        self._execute(cluster_sql.RELEASE_LOCK, params, idempotent=True)
 
     # -- orphan recovery -----------------------------------------------------------------
 
@@ -96,6 +98,7 @@ class ClusterOperations(PooledStore, EnqueueHints):
                 "max_crashes": max_crash_redeliveries,
                 "limit": max(0, limit),
                 "message": ORPHAN_RECOVERED_MESSAGE,
+                "unstarted_message": UNSTARTED_RECOVERED_MESSAGE,
             },
         )
         reset = sum(1 for kind, _id, _seq in rows if kind == "reset")
@@ -140,7 +143,7 @@ class ClusterOperations(PooledStore, EnqueueHints):
         return self._execute(cluster_sql.RECORD_FIRE, fire) == 1
 
     def last_recurring_fire(self, recurring_id: str) -> datetime | None:
-        row = self._one(cluster_sql.LAST_FIRE, (recurring_id,))
+        row = self._one(cluster_sql.LAST_FIRE, (recurring_id,), idempotent=True)
         return None if row is None or row[0] is None else _rows.utc(row[0])
 
     def cancel_by_business_key(self, key: str) -> int:
@@ -169,10 +172,12 @@ class ClusterOperations(PooledStore, EnqueueHints):
                 "tags": list(definition.tags),
                 "source": definition.source,
             },
+            idempotent=True,  # an upsert: running it twice stores the same definition
         )
 
     def list_recurring(self) -> list[RecurringDefinition]:
-        return [_rows.recurring(row) for row in self._all(cluster_sql.SELECT_RECURRING)]
+        rows = self._all(cluster_sql.SELECT_RECURRING, idempotent=True)
+        return [_rows.recurring(row) for row in rows]
 
     def delete_recurring(self, recurring_id: str) -> bool:
         return self._execute(cluster_sql.DELETE_RECURRING, (recurring_id,)) == 1

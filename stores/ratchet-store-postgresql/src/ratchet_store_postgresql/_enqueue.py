@@ -1,8 +1,9 @@
 """Writing new jobs: one statement per chunk, conflicts turned into Ratchet errors.
 
-Used by the store's own :meth:`enqueue` / :meth:`enqueue_many` (on a pooled autocommit
-connection) and by transactional enqueue (:func:`enqueue_in_transaction`, on the
-caller's connection, inside the caller's transaction).
+Used by the store's own :meth:`enqueue` / :meth:`enqueue_many` (:func:`insert_pooled`, on a
+pooled autocommit connection, retried once when the connection is lost) and by
+transactional enqueue (:func:`enqueue_in_transaction`, on the caller's connection, inside
+the caller's transaction, never retried).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "copy_jobs",
     "enqueue_in_transaction",
     "insert_jobs",
+    "insert_pooled",
     "needs_transaction",
     "storable_text",
 ]
@@ -184,6 +186,35 @@ def insert_jobs(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = No
             continue
         statement = sql.ENQUEUE_JOBS_WITH_HINT if hint and last else sql.ENQUEUE_JOBS
         conn.execute(statement, _chunk_parameters(chunk) | (hinted if last else {}))
+
+
+def insert_pooled(
+    conn: Connection, jobs: Sequence[NewJob], hint: Hint | None, *, retry: bool
+) -> None:
+    """Insert ``jobs`` all-or-nothing on an autocommit pooled connection, committing them.
+
+    A key conflict raises the Ratchet error naming the holder. With ``retry`` (the first
+    attempt lost its connection, maybe after committing), a conflict while every one of
+    these job ids is stored means the first attempt succeeded and only its answer was lost:
+    that is success, not a duplicate. Job ids are unique (``new_job_id()``), so rows with
+    them are this batch's own.
+    """
+    try:
+        if not needs_transaction(jobs):
+            insert_jobs(conn, jobs, hint)  # one statement: atomic by itself
+        else:
+            with conn.transaction():
+                insert_jobs(conn, jobs, hint)
+    except pg_errors.UniqueViolation as exc:
+        if retry and _all_stored(conn, jobs):
+            return
+        error = conflict_error(conn, jobs, exc)
+        raise (error or exc) from exc
+
+
+def _all_stored(conn: Connection, jobs: Sequence[NewJob]) -> bool:
+    row = conn.execute(sql.COUNT_JOBS_WITH_IDS, ([job.id for job in jobs],)).fetchone()
+    return row is not None and int(row[0]) == len(jobs)
 
 
 def copy_jobs(conn: Connection, jobs: Sequence[NewJob], now: datetime) -> None:

@@ -4,30 +4,47 @@ A ``psycopg_pool.ConnectionPool`` of autocommit connections: a single statement 
 transaction (one round trip); multi-statement steps open ``conn.transaction()``. Transport
 failures (connection lost, server restarting, backend terminated, no free connection in
 time) raise :class:`~ratchet.errors.StoreUnavailableError` with the password redacted,
-never ``False``; after a broken connection the pool tests its idle ones at once, so the
-next call gets a live connection instead of another dead one.
+never ``False``.
+
+After a server restart (or ``pg_terminate_backend``) every idle pooled connection is dead,
+and the first calls must not fail on them while the server is already back:
+
+* Before a pooled connection is used, its socket is polled (no round trip, no statement
+  sent): an idle connection is never sent anything by a healthy server, so a readable
+  socket means the server hung up. Such a connection is closed (the pool replaces it) and
+  another is taken. This protects every call, fenced writes included, because nothing was
+  sent on the dead connection.
+* A connection that breaks *in use* raises :class:`ConnectionLostError`; the pool then
+  tests its idle connections at once. Idempotent calls (reads; enqueues, which carry their
+  job ids) are run once more through :meth:`PooledStore._run_idempotent`: the second
+  attempt gets a new or just-tested connection, so one retry is enough; a second loss
+  means the server is going away again and the caller must hear of it. Claims and fenced
+  outcome writes are not retried here: the server may have applied them before the answer
+  was lost, and only the engine can read back what happened.
 """
 
 from __future__ import annotations
 
-import logging
+import select
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
 from ratchet._redact import redact
 from ratchet.errors import RatchetError, StoreUnavailableError
+from ratchet.spi import get_logger
 from ratchet_store_postgresql._url import parse_store_url
 
-__all__ = ["Connection", "PooledStore"]
+__all__ = ["Connection", "ConnectionLostError", "PooledStore"]
 
-log = logging.getLogger("ratchet.stores.postgresql")
+log = get_logger("ratchet.stores.postgresql")
 
 Connection = psycopg.Connection[Any]
+T = TypeVar("T")
 
 # Errors that mean "the server could not be used", not "the statement was wrong":
 # connection loss, admin shutdown/termination, pool timeouts (OperationalError), and use
@@ -35,9 +52,34 @@ Connection = psycopg.Connection[Any]
 _TRANSPORT_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 
 
+class ConnectionLostError(StoreUnavailableError):
+    """A pooled connection broke while a call used it: the server closed it or went away."""
+
+
 def _configure(conn: Connection) -> None:
     """Every pooled connection reads times in UTC (they are also normalised on read)."""
     conn.execute("SET TIME ZONE 'UTC'")
+
+
+def _server_closed(conn: Connection) -> bool:
+    """Whether the server has hung up on this idle connection, seen without a round trip.
+
+    The store's connections never LISTEN, so an idle one receives nothing from a healthy
+    server: a readable socket means the server closed it (EOF), usually after a FATAL
+    "terminating connection" message. A false alarm only costs a reconnect.
+    """
+    if conn.closed or conn.broken:
+        return True
+    try:
+        fd = conn.pgconn.socket
+        if hasattr(select, "poll"):  # no FD_SETSIZE limit, unlike select()
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([fd], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True
+    return bool(readable)
 
 
 class PooledStore:
@@ -87,20 +129,56 @@ class PooledStore:
 
     @contextmanager
     def _connection(self) -> Iterator[Connection]:
-        """A pooled autocommit connection; transport failures become StoreUnavailableError."""
+        """A live pooled autocommit connection, used once (never retried).
+
+        Transport failures become StoreUnavailableError; :class:`ConnectionLostError`
+        when the connection broke in use (then the pool's idle ones are tested at once).
+        """
         if self._closed:
             raise RatchetError(f"The store {self._display} is closed.")
         borrowed: Connection | None = None
         try:
-            with self._pool.connection() as conn:
+            with self._live_connection() as conn:
                 borrowed = conn
                 yield conn
         except _TRANSPORT_ERRORS as exc:
-            if borrowed is None or borrowed.broken or borrowed.closed:
+            lost = borrowed is not None and (borrowed.broken or borrowed.closed)
+            if borrowed is None or lost:
                 self._drop_dead_connections()
-            raise StoreUnavailableError(
+            error = ConnectionLostError if lost else StoreUnavailableError
+            raise error(
                 f"PostgreSQL store {self._display} is unavailable: {redact(str(exc))}"
             ) from exc
+
+    @contextmanager
+    def _live_connection(self) -> Iterator[Connection]:
+        """A pooled connection that the server has not hung up on (see :func:`_server_closed`).
+
+        Dead ones are closed, so the pool replaces them, before anything is sent on them.
+        Bounded: after ``max_size`` dead ones (the whole pool) the next one is used as is.
+        """
+        for remaining in range(self._pool.max_size, -1, -1):
+            with self._pool.connection() as conn:
+                if remaining and _server_closed(conn):
+                    log.debug("discarding a connection to %s the server closed", self._display)
+                    conn.close()
+                    continue
+                yield conn
+                return
+
+    def _run_idempotent(self, call: Callable[[bool], T]) -> T:
+        """``call(False)``, and ``call(True)`` once more if it raised ConnectionLostError.
+
+        Only for calls that may safely run twice: reads, and writes whose second run has
+        the same effect and answer. The flag tells the call it is the retry, so a write can
+        recognise its own lost first attempt (enqueue does, by its job ids). The retry runs
+        after the pool tested its idle connections, so it gets a new or just-tested one.
+        """
+        try:
+            return call(False)
+        except ConnectionLostError as exc:
+            log.info("PostgreSQL store %s: connection lost, retrying once: %s", self._display, exc)
+            return call(True)
 
     def _drop_dead_connections(self) -> None:
         """After a broken connection the server probably dropped its siblings too (restart,
@@ -110,18 +188,40 @@ class PooledStore:
         except Exception as exc:  # the pool reconnects in the background anyway
             log.debug("checking the pool of %s failed: %s", self._display, redact(str(exc)))
 
-    def _execute(self, statement: str, params: Any = None) -> int:
-        """Run one statement (its own transaction); returns the affected row count."""
-        with self._connection() as conn:
-            return conn.execute(statement, params).rowcount
+    def _execute(self, statement: str, params: Any = None, *, idempotent: bool = False) -> int:
+        """Run one statement (its own transaction); returns the affected row count.
 
-    def _one(self, statement: str, params: Any = None) -> tuple[Any, ...] | None:
-        with self._connection() as conn:
-            return conn.execute(statement, params).fetchone()
+        ``idempotent``: the statement may run twice with the same effect and answer, so a
+        lost connection retries it once (:meth:`_run_idempotent`).
+        """
 
-    def _all(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
-        with self._connection() as conn:
-            return conn.execute(statement, params).fetchall()
+        def run(_retry: bool) -> int:
+            with self._connection() as conn:
+                return conn.execute(statement, params).rowcount
+
+        return self._run_idempotent(run) if idempotent else run(False)
+
+    def _one(
+        self, statement: str, params: Any = None, *, idempotent: bool = False
+    ) -> tuple[Any, ...] | None:
+        """The first row of one statement; ``idempotent`` as for :meth:`_execute`."""
+
+        def run(_retry: bool) -> tuple[Any, ...] | None:
+            with self._connection() as conn:
+                return conn.execute(statement, params).fetchone()
+
+        return self._run_idempotent(run) if idempotent else run(False)
+
+    def _all(
+        self, statement: str, params: Any = None, *, idempotent: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """Every row of one statement; ``idempotent`` as for :meth:`_execute`."""
+
+        def run(_retry: bool) -> list[tuple[Any, ...]]:
+            with self._connection() as conn:
+                return conn.execute(statement, params).fetchall()
+
+        return self._run_idempotent(run) if idempotent else run(False)
 
     def close(self) -> None:
         """Close the pool (waiting briefly for borrowed connections). Idempotent."""

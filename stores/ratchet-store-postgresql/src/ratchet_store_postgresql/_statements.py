@@ -28,7 +28,7 @@ JOB_COLUMNS = (
 CLAIMED_COLUMNS = (
     "id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff, "
     "backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key, "
-    "idempotency_key, recurring_id, scheduled_at, claimed_at"
+    "idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries"
 )
 
 NOW = "SELECT statement_timestamp()"
@@ -145,6 +145,9 @@ WHERE business_key = ANY(%s::text[]) AND status IN ('PENDING', 'RUNNING')
 LIMIT 1
 """
 
+# After a lost answer, whether the first attempt of an enqueue committed: its job ids exist.
+COUNT_JOBS_WITH_IDS = "SELECT count(*) FROM ratchet_job WHERE id = ANY(%s::text[])"
+
 # -- claim -----------------------------------------------------------------------------
 
 # Within one priority level effective priority never rises as scheduled_at grows, so the
@@ -153,6 +156,9 @@ LIMIT 1
 # rows (SKIP LOCKED passes over rows other claimers hold); the merge sorts at most
 # 5 * :limit rows. The claim, the execution records and the returned order are one
 # statement: the rows come back sorted by claim_rank, not in heap order.
+# The first :start_now jobs by claim_rank (the ones the worker starts at once) have their
+# start recorded (started_seq = the new claim_seq); the others keep their started_seq.
+# The last column says which is which.
 CLAIM_DUE_JOBS = f"""
 WITH candidate AS (
     SELECT due.id, due.priority, due.scheduled_at
@@ -184,6 +190,8 @@ claimed AS (
     UPDATE ratchet_job AS j
     SET status = 'RUNNING', owner = %(node_id)s, claimed_at = statement_timestamp(),
         started_at = statement_timestamp(), claim_seq = j.claim_seq + 1,
+        started_seq = CASE WHEN chosen.claim_rank <= %(start_now)s::bigint
+                           THEN j.claim_seq + 1 ELSE j.started_seq END,
         updated_at = statement_timestamp()
     FROM chosen
     WHERE j.id = chosen.id AND j.status = 'PENDING'
@@ -198,7 +206,14 @@ opened AS (
     SET attempt = excluded.attempt, node_id = excluded.node_id, status = 'RUNNING',
         message = NULL, started_at = excluded.started_at, finished_at = NULL
 )
-SELECT {CLAIMED_COLUMNS} FROM claimed ORDER BY claim_rank
+SELECT {CLAIMED_COLUMNS}, started_seq = claim_seq FROM claimed ORDER BY claim_rank
+"""
+
+# mark_started: fenced like an outcome, so a claim that moved on (recovered or released
+# meanwhile) is never marked. PostgreSQL counts matched rows, also when already marked.
+MARK_STARTED = """
+UPDATE ratchet_job SET started_seq = claim_seq
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
 """
 
 # -- fenced outcomes -------------------------------------------------------------------
@@ -261,10 +276,11 @@ closed AS (
 SELECT id FROM job
 """
 
+# %(attempt)s is 1, or 0 for the crash-limit dead letter (no attempt of the job finished).
 FAIL_JOB = _fenced(f"""
     UPDATE ratchet_job
-    SET status = 'FAILED', attempts = attempts + 1, last_error = %(message)s, owner = NULL,
-        finished_at = statement_timestamp(), updated_at = statement_timestamp()
+    SET status = 'FAILED', attempts = attempts + %(attempt)s::integer, last_error = %(message)s,
+        owner = NULL, finished_at = statement_timestamp(), updated_at = statement_timestamp()
     {_FENCE} RETURNING id, claim_seq""")
 
 SCHEDULE_RETRY = _fenced(f"""

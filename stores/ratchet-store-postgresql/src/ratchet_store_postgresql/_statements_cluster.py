@@ -66,8 +66,13 @@ _GRACE_CUTOFF = "statement_timestamp() - make_interval(secs => %(grace)s::float8
 
 
 def _recover(selection: str, *, disown_exhausted: bool) -> str:
-    """Reset the selected RUNNING claims that still have crash budget and close their
-    execution records; list (and, for a node's own restart, disown) the exhausted ones.
+    """Reset the selected RUNNING claims and close their execution records; list (and,
+    for a node's own restart, disown) the exhausted ones.
+
+    Only a claim whose start was recorded (``found.started``) is charged: ``crash_count +
+    1``, execution FAILED with ``%(message)s``, and only such a claim is exhausted once its
+    crash budget is spent. An unstarted claim is reset with no charge and its execution
+    closes RELEASED with ``%(unstarted_message)s``. Every reset counts a redelivery.
 
     Rows: ``('reset', id, claim_seq)`` for each reset claim, then ``('exhausted', id,
     claim_seq)`` for at most ``%(limit)s`` exhausted claims, oldest claim first."""
@@ -76,7 +81,7 @@ def _recover(selection: str, *, disown_exhausted: bool) -> str:
 disowned AS (
     UPDATE ratchet_job AS j SET owner = NULL, updated_at = statement_timestamp()
     FROM found
-    WHERE j.id = found.id AND found.crash_count >= %(max_crashes)s
+    WHERE j.id = found.id AND found.started AND found.crash_count >= %(max_crashes)s
       AND j.status = 'RUNNING' AND j.claim_seq = found.claim_seq
 )"""
         if disown_exhausted
@@ -86,32 +91,37 @@ disowned AS (
 WITH found AS ({selection}),
 reset AS (
     UPDATE ratchet_job AS j
-    SET status = 'PENDING', owner = NULL, claimed_at = NULL, crash_count = j.crash_count + 1,
-        updated_at = statement_timestamp()
+    SET status = 'PENDING', owner = NULL, claimed_at = NULL,
+        crash_count = j.crash_count + CASE WHEN found.started THEN 1 ELSE 0 END,
+        redeliveries = j.redeliveries + 1, updated_at = statement_timestamp()
     FROM found
-    WHERE j.id = found.id AND found.crash_count < %(max_crashes)s
+    WHERE j.id = found.id AND NOT (found.started AND found.crash_count >= %(max_crashes)s)
       AND j.status = 'RUNNING' AND j.claim_seq = found.claim_seq
-    RETURNING j.id, found.claim_seq
+    RETURNING j.id, found.claim_seq, found.started
 ),
 closed AS (
     UPDATE ratchet_execution AS e
-    SET status = 'FAILED', message = %(message)s, finished_at = statement_timestamp()
+    SET status = CASE WHEN reset.started THEN 'FAILED' ELSE 'RELEASED' END,
+        message = CASE WHEN reset.started THEN %(message)s ELSE %(unstarted_message)s END,
+        finished_at = statement_timestamp()
     FROM reset WHERE e.job_id = reset.id AND e.claim_seq = reset.claim_seq
 ){disown}
 SELECT 'reset', id, claim_seq FROM reset
 UNION ALL
 (SELECT 'exhausted', id, claim_seq FROM found
- WHERE crash_count >= %(max_crashes)s
+ WHERE started AND crash_count >= %(max_crashes)s
  ORDER BY claimed_at, id
  LIMIT %(limit)s)
 """
 
 
 # Claims older than the grace whose owner has no fresh heartbeat (or no owner at all). A
-# node that still heartbeats never loses its jobs, however old they are.
+# node that still heartbeats never loses its jobs, however old they are. ``started``: the
+# claim recorded its job's start (at the claim, or later through mark_started).
 RECOVER_ORPHANS = _recover(
     f"""
-    SELECT id, claim_seq, crash_count, claimed_at FROM ratchet_job AS j
+    SELECT id, claim_seq, crash_count, claimed_at, started_seq = claim_seq AS started
+    FROM ratchet_job AS j
     WHERE status = 'RUNNING' AND claimed_at <= {_GRACE_CUTOFF}
       AND (owner IS NULL OR NOT EXISTS (
             SELECT 1 FROM ratchet_node AS n
@@ -123,7 +133,8 @@ RECOVER_ORPHANS = _recover(
 
 RECOVER_NODE_CLAIMS = _recover(
     """
-    SELECT id, claim_seq, crash_count, claimed_at FROM ratchet_job
+    SELECT id, claim_seq, crash_count, claimed_at, started_seq = claim_seq AS started
+    FROM ratchet_job
     WHERE status = 'RUNNING' AND owner = %(node_id)s
     ORDER BY id
     FOR UPDATE""",
@@ -139,7 +150,7 @@ WITH released AS (
 ),
 closed AS (
     UPDATE ratchet_execution AS e
-    SET status = 'FAILED', message = %(message)s, finished_at = statement_timestamp()
+    SET status = 'RELEASED', message = %(message)s, finished_at = statement_timestamp()
     FROM released WHERE e.job_id = released.id AND e.claim_seq = released.claim_seq
 )
 SELECT count(*) FROM released

@@ -109,27 +109,37 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         if not jobs:
             return
         hint = self._hint_for(jobs)
-        with self._connection() as conn:
-            try:
-                if not _enqueue.needs_transaction(jobs):
-                    _enqueue.insert_jobs(conn, jobs, hint)  # one statement: atomic by itself
-                else:
-                    with conn.transaction():
-                        _enqueue.insert_jobs(conn, jobs, hint)
-            except pg_errors.UniqueViolation as exc:
-                error = _enqueue.conflict_error(conn, jobs, exc)
-                raise (error or exc) from exc
+
+        def insert(retry: bool) -> None:  # idempotent: the job ids tell a lost first attempt
+            with self._connection() as conn:
+                _enqueue.insert_pooled(conn, jobs, hint, retry=retry)
+
+        self._run_idempotent(insert)
 
     def claim_due_jobs(
-        self, *, node_id: str, limit: int, priority_boost_seconds: float
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
     ) -> list[ClaimedJob]:
         if limit <= 0:
             return []
         rows = self._all(
             sql.CLAIM_DUE_JOBS,
-            {"node_id": node_id, "limit": limit, "boost": float(priority_boost_seconds)},
+            {
+                "node_id": node_id,
+                "limit": limit,
+                "boost": float(priority_boost_seconds),
+                "start_now": limit if start_now is None else max(0, int(start_now)),
+            },
         )
-        return [_rows.claimed_job(row) for row in rows]
+        # The last column (after the claimed-job columns) is whether the start was recorded.
+        return [_rows.claimed_job(row, start_recorded=bool(row[-1])) for row in rows]
+
+    def mark_started(self, job_id: str, claim_seq: int) -> bool:
+        return self._execute(sql.MARK_STARTED, {"id": job_id, "claim_seq": claim_seq}) == 1
 
     def _fenced(self, statement: str, params: dict[str, Any]) -> bool:
         row = self._one(statement, params)
@@ -166,12 +176,15 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         recorded = {row[0] for row in rows}
         return [c.job_id in recorded for c in completions]
 
-    def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
+    def fail_job(
+        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
+    ) -> bool:
         return self._fenced(
             sql.FAIL_JOB,
             {
                 "id": job_id,
                 "claim_seq": claim_seq,
+                "attempt": int(count_attempt),
                 "execution_status": ExecutionStatus.FAILED.value,
                 "message": _enqueue.storable_text(error),
             },
@@ -197,7 +210,7 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
             {
                 "id": job_id,
                 "claim_seq": claim_seq,
-                "execution_status": ExecutionStatus.FAILED.value,
+                "execution_status": ExecutionStatus.RELEASED.value,
                 "message": _enqueue.storable_text(message),
             },
         )
@@ -223,7 +236,7 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
                 ) from exc
 
     def get_job(self, job_id: str) -> Job | None:
-        row = self._one(sql.SELECT_JOB, (job_id,))
+        row = self._one(sql.SELECT_JOB, (job_id,), idempotent=True)
         return None if row is None else _rows.job(row)
 
     def list_jobs(
@@ -235,26 +248,27 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
             "limit": int(limit),
         }
         statement = sql.LIST_JOBS[status is not None, tag is not None]
-        return [_rows.job(row) for row in self._all(statement, params)]
+        return [_rows.job(row) for row in self._all(statement, params, idempotent=True)]
 
     def count_jobs(self) -> dict[JobStatus, int]:
         counts = dict.fromkeys(JobStatus, 0)
-        for status, count in self._all(sql.COUNT_JOBS):
+        for status, count in self._all(sql.COUNT_JOBS, idempotent=True):
             counts[JobStatus(status)] = int(count)
         return counts
 
     def find_job_id_by_idempotency_key(self, key: str) -> str | None:
-        row = self._one(sql.SELECT_IDEMPOTENCY_KEY, (key,))
+        row = self._one(sql.SELECT_IDEMPOTENCY_KEY, (key,), idempotent=True)
         return None if row is None else str(row[0])
 
     def find_active_job_by_business_key(self, key: str) -> Job | None:
-        row = self._one(sql.SELECT_ACTIVE_BUSINESS_KEY, (key,))
+        row = self._one(sql.SELECT_ACTIVE_BUSINESS_KEY, (key,), idempotent=True)
         return None if row is None else _rows.job(row)
 
     # -- executions ----------------------------------------------------------------------
 
     def list_executions(self, job_id: str) -> list[Execution]:
-        return [_rows.execution(row) for row in self._all(sql.SELECT_EXECUTIONS, (job_id,))]
+        rows = self._all(sql.SELECT_EXECUTIONS, (job_id,), idempotent=True)
+        return [_rows.execution(row) for row in rows]
 
     def record_late_outcome(
         self, job_id: str, claim_seq: int, *, succeeded: bool, message: str

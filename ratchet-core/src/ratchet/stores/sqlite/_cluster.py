@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from ratchet._messages import ORPHAN_RECOVERED_MESSAGE
+from ratchet._messages import ORPHAN_RECOVERED_MESSAGE, UNSTARTED_RECOVERED_MESSAGE
 from ratchet._types import NewJob, NodeInfo, OrphanRecovery, RecurringDefinition
 from ratchet.errors import BusinessKeyConflictError
 from ratchet.stores.sqlite import _statements as sql
@@ -121,32 +121,34 @@ class SQLiteClusterOperations:
     ) -> OrphanRecovery:
         reset = 0
         exhausted: list[tuple[str, int]] = []
-        for job_id, claim_seq, crash_count in rows:
+        for job_id, claim_seq, crash_count, started in rows:
             params = {"id": job_id, "claim_seq": claim_seq, "now": now}
-            if crash_count >= max_crash_redeliveries:
+            if started and crash_count >= max_crash_redeliveries:
                 if disown:
                     conn.execute(sql.DISOWN_EXHAUSTED, params)
                 if len(exhausted) < limit:
                     exhausted.append((job_id, claim_seq))
                 continue
-            if conn.execute(sql.RESET_ORPHAN, params).rowcount == 1:
+            if conn.execute(sql.RESET_ORPHAN, {**params, "charge": int(started)}).rowcount == 1:
                 reset += 1
-                conn.execute(
-                    sql.CLOSE_EXECUTION,
-                    {**params, "status": "FAILED", "message": ORPHAN_RECOVERED_MESSAGE},
+                status, message = (
+                    ("FAILED", ORPHAN_RECOVERED_MESSAGE)
+                    if started
+                    else ("RELEASED", UNSTARTED_RECOVERED_MESSAGE)
                 )
+                conn.execute(sql.CLOSE_EXECUTION, {**params, "status": status, "message": message})
         return OrphanRecovery(reset=reset, exhausted=tuple(exhausted))
 
     def release_node_claims(self, node_id: str, *, message: str) -> int:
         with self._write() as (conn, now):
             rows = conn.execute(sql.SELECT_NODE_CLAIMS, {"node_id": node_id}).fetchall()
             released = 0
-            for job_id, claim_seq, _crash_count in rows:
+            for job_id, claim_seq, _crash_count, _started in rows:
                 params = {"id": job_id, "claim_seq": claim_seq, "now": now}
                 if conn.execute(sql.RELEASE_CLAIM, params).rowcount == 1:
                     released += 1
                     conn.execute(
-                        sql.CLOSE_EXECUTION, {**params, "status": "FAILED", "message": message}
+                        sql.CLOSE_EXECUTION, {**params, "status": "RELEASED", "message": message}
                     )
             return released
 

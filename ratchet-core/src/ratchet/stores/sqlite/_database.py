@@ -1,14 +1,30 @@
 """Connections of the embedded store, shared by store instances that open the same database,
-and its schema migrations."""
+and its schema migrations.
+
+File permissions: a database file the store creates is readable and writable by its owner
+only: mode 0600 where SQLite alone would use 0644 under the usual umask (a umask can only
+remove permissions, and still does). SQLite gives the ``-wal`` and ``-shm`` files it adds
+the database file's mode, so they are owner-only too. An existing file keeps its mode: to
+share a database with a group, create the file first or ``chmod g+rw`` it, and its
+``-wal``/``-shm`` follow.
+"""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from importlib import resources
 from typing import ClassVar
 
-__all__ = ["DATA_TABLES", "SCHEMA_LEDGER", "Database", "migrations", "schema_sql"]
+__all__ = [
+    "DATA_TABLES",
+    "SCHEMA_LEDGER",
+    "Database",
+    "create_owner_only",
+    "migrations",
+    "schema_sql",
+]
 
 SCHEMA_LEDGER = """
 CREATE TABLE IF NOT EXISTS ratchet_schema_version (
@@ -53,6 +69,8 @@ class Database:
         self.name = name
         self.lock = threading.RLock()
         self.users = 1
+        if path is not None:
+            create_owner_only(path)
         self.conn = sqlite3.connect(
             ":memory:" if path is None else path,
             timeout=busy_timeout,
@@ -85,6 +103,19 @@ class Database:
             if self.name is not None:
                 self._shared.pop(self.name, None)
         self.conn.close()
+
+
+def create_owner_only(path: str) -> None:
+    """Create ``path`` as an empty file with mode 0600 (less what the umask removes), so
+    that SQLite, which would create it world-readable (0644 under the usual umask), opens
+    a private file; an empty file is an empty database to SQLite. Leaves an existing file
+    (and its mode) alone, and leaves any failure (a missing folder, no permission) to
+    SQLite's open, which reports it."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:  # FileExistsError: keep its mode; anything else: sqlite3 reports it
+        return
+    os.close(descriptor)
 
 
 def schema_sql() -> str:

@@ -20,8 +20,17 @@ def to_epoch(moment: datetime) -> float:
     return moment.timestamp()
 
 
+_LATEST = datetime.max.replace(tzinfo=UTC)
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+
 def _from_epoch(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, UTC)
+    """Reading must not fail on one row: a time outside what ``datetime`` holds (written
+    before enqueue bounded delays, e.g. ``now + inf``) reads as the nearest end."""
+    try:
+        return datetime.fromtimestamp(epoch, UTC)
+    except (OverflowError, OSError, ValueError):
+        return _LATEST if epoch > 0 else _EARLIEST
 
 
 # Times are stored as epoch seconds; ids, tags and params as text and JSON text.

@@ -67,14 +67,22 @@ ORDER BY priority DESC, scheduled_at, id
 LIMIT :limit
 """
 
+# :start is 1 for a job the worker starts at once (its start is recorded with the claim),
+# 0 for one claimed ahead.
 CLAIM_JOB = """
 UPDATE ratchet_job
 SET status = 'RUNNING', owner = :node_id, claimed_at = :now, started_at = :now,
-    claim_seq = claim_seq + 1, updated_at = :now
+    claim_seq = claim_seq + 1,
+    started_seq = CASE WHEN :start THEN claim_seq + 1 ELSE started_seq END, updated_at = :now
 WHERE id = :id AND status = 'PENDING'
 RETURNING id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff,
           backoff_ms, timeout_seconds, crash_count, claim_seq, params_json, business_key,
-          idempotency_key, recurring_id, scheduled_at, claimed_at
+          idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries
+"""
+
+MARK_STARTED = """
+UPDATE ratchet_job SET started_seq = :claim_seq
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq
 """
 
 OPEN_EXECUTION = """
@@ -97,7 +105,7 @@ WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq
 
 FAIL_JOB = """
 UPDATE ratchet_job
-SET status = 'FAILED', attempts = attempts + 1, last_error = :error, owner = NULL,
+SET status = 'FAILED', attempts = attempts + :attempt, last_error = :error, owner = NULL,
     finished_at = :now, updated_at = :now
 WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq
 """
@@ -180,7 +188,7 @@ RELEASE_LOCK = "DELETE FROM ratchet_lock WHERE name = :name AND owner = :owner"
 # Orphans: RUNNING claims older than the grace whose owner has no fresh heartbeat (or
 # no owner at all). A node that still heartbeats never loses its jobs, however old.
 SELECT_ORPHANS = """
-SELECT id, claim_seq, crash_count FROM ratchet_job j
+SELECT id, claim_seq, crash_count, started_seq = claim_seq FROM ratchet_job j
 WHERE status = 'RUNNING' AND claimed_at <= :now - :grace
   AND (owner IS NULL OR NOT EXISTS (
         SELECT 1 FROM ratchet_node n WHERE n.node_id = j.owner AND n.heartbeat_at > :now - :grace))
@@ -188,14 +196,15 @@ ORDER BY claimed_at
 """
 
 SELECT_NODE_CLAIMS = """
-SELECT id, claim_seq, crash_count FROM ratchet_job
+SELECT id, claim_seq, crash_count, started_seq = claim_seq FROM ratchet_job
 WHERE status = 'RUNNING' AND owner = :node_id ORDER BY claimed_at
 """
 
+# :charge is 1 when the claim's start was recorded (a crash is counted against the job).
 RESET_ORPHAN = """
 UPDATE ratchet_job
-SET status = 'PENDING', owner = NULL, claimed_at = NULL, crash_count = crash_count + 1,
-    updated_at = :now
+SET status = 'PENDING', owner = NULL, claimed_at = NULL, crash_count = crash_count + :charge,
+    redeliveries = redeliveries + 1, updated_at = :now
 WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq
 """
 

@@ -44,6 +44,7 @@ from ratchet.stores.sqlite._database import (
     migrations,
     schema_sql,
 )
+from ratchet.stores.sqlite._files import DatabaseFile, database_error, require_database_file
 from ratchet.stores.sqlite._rows import (
     claimed_from_row,
     execution_from_row,
@@ -66,24 +67,43 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
         memory_name: str | None = None,
         busy_timeout: float = 30.0,
         auto_migrate: bool = True,
+        must_exist: bool = False,
     ) -> None:
         self.path = path
         self.memory_name = memory_name
         self._closed = False
+        self._file: DatabaseFile | None = None
         if path is None:
             self.name = "memory"
             self._db = Database.shared_memory(memory_name, busy_timeout)
             auto_migrate = True  # a fresh in-memory database is useless without its tables
         else:
-            self._db = Database(path, busy_timeout)
+            if must_exist:
+                require_database_file(path)
+            try:
+                self._db = Database(path, busy_timeout)
+            except sqlite3.Error as exc:
+                raise database_error(path, exc) from exc
+            self._file = DatabaseFile.opened(path)
         self._lock = self._db.lock
         self._conn = self._db.conn
         if auto_migrate:
-            self.apply_schema()
+            try:
+                self.apply_schema()
+            except BaseException:
+                self.close()
+                raise
 
     @classmethod
-    def from_url(cls, url: str, *, auto_migrate: bool = True, **_options: Any) -> SQLiteJobStore:
-        """``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite:///:memory:``."""
+    def from_url(
+        cls, url: str, *, auto_migrate: bool = True, must_exist: bool = False, **_options: Any
+    ) -> SQLiteJobStore:
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite:///:memory:``.
+
+        With ``must_exist`` a missing file raises StoreNotFoundError instead of being
+        created. A file that cannot be opened or is not a database raises
+        StoreUnavailableError naming the path.
+        """
         parts = urlsplit(url)
         if parts.scheme != "sqlite":
             raise InvalidStoreURLError(f"{url!r} is not a sqlite:// URL.")
@@ -98,7 +118,11 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
             raise InvalidStoreURLError(
                 f"Store URL {url!r} has no file path; write sqlite:///ratchet.db."
             )
-        return cls(None if path == ":memory:" else path, auto_migrate=auto_migrate)
+        return cls(
+            None if path == ":memory:" else path,
+            auto_migrate=auto_migrate,
+            must_exist=must_exist,
+        )
 
     @classmethod
     def from_memory_url(cls, url: str, **_options: Any) -> SQLiteJobStore:
@@ -123,7 +147,7 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
     @contextmanager
     def _write(self) -> Iterator[tuple[sqlite3.Connection, float]]:
         """One write transaction holding SQLite's write lock, with the database time."""
-        with self._lock:
+        with self._lock, self._translated_errors():
             self._check_open()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -142,13 +166,34 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, self._translated_errors():
             self._check_open()
             yield self._conn
 
     def _check_open(self) -> None:
         if self._closed:
             raise RatchetError(f"The store {self.describe()} is closed.")
+        if self._file is not None:
+            self._file.check()  # deleted or replaced under us: never write to the old file
+
+    @contextmanager
+    def _translated_errors(self) -> Iterator[None]:
+        """SQLite failures of the file itself (locked, unreadable, damaged) raise
+        StoreUnavailableError naming the path; constraint violations and programming
+        errors pass through unchanged."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise self._unusable(exc) from exc
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:  # IntegrityError and the like
+                raise
+            raise self._unusable(exc) from exc
+
+    def _unusable(self, exc: sqlite3.Error) -> StoreUnavailableError:
+        if self.path is None:
+            return StoreUnavailableError(f"SQLite store {self.describe()} failed: {exc}")
+        return database_error(self.path, exc)
 
     def close(self) -> None:
         with self._lock:
@@ -251,19 +296,27 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
         conn.executemany(sql.INSERT_TAG, [(tag, job.id) for tag in job.tags])
 
     def claim_due_jobs(
-        self, *, node_id: str, limit: int, priority_boost_seconds: float
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
     ) -> list[ClaimedJob]:
         if limit <= 0:
             return []
+        starting = limit if start_now is None else start_now
         with self._write() as (conn, now):
             claimed: list[ClaimedJob] = []
             for job_id in self._candidates(conn, now, limit, priority_boost_seconds):
+                start = len(claimed) < starting
                 row = conn.execute(
-                    sql.CLAIM_JOB, {"id": job_id, "node_id": node_id, "now": now}
+                    sql.CLAIM_JOB,
+                    {"id": job_id, "node_id": node_id, "now": now, "start": int(start)},
                 ).fetchone()
                 if row is None:  # cannot happen under BEGIN IMMEDIATE; kept as a guard
                     continue
-                job = claimed_from_row(row)
+                job = claimed_from_row(row, start_recorded=start)
                 conn.execute(
                     sql.OPEN_EXECUTION,
                     {
@@ -368,10 +421,17 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
                 for c in completions
             ]
 
-    def fail_job(self, job_id: str, claim_seq: int, *, error: str) -> bool:
+    def mark_started(self, job_id: str, claim_seq: int) -> bool:
+        with self._write() as (conn, _now):
+            changed = conn.execute(sql.MARK_STARTED, {"id": job_id, "claim_seq": claim_seq})
+            return bool(changed.rowcount == 1)
+
+    def fail_job(
+        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
+    ) -> bool:
         return self._fenced_outcome(
             sql.FAIL_JOB,
-            {"id": job_id, "claim_seq": claim_seq, "error": error},
+            {"id": job_id, "claim_seq": claim_seq, "error": error, "attempt": int(count_attempt)},
             execution_status=ExecutionStatus.FAILED,
             message=error,
         )
@@ -390,7 +450,7 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
         return self._fenced_outcome(
             sql.RELEASE_CLAIM,
             {"id": job_id, "claim_seq": claim_seq},
-            execution_status=ExecutionStatus.FAILED,
+            execution_status=ExecutionStatus.RELEASED,
             message=message,
         )
 

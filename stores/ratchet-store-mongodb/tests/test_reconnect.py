@@ -1,0 +1,231 @@
+"""Resilience: the first calls after a server crash and restart do not fail on the stale
+pooled connections, and an enqueue whose answer was lost is stored exactly once.
+
+pymongo hides most stale connections by itself (it polls sockets idle for over a second,
+clears the pool after a network error and retries reads once), but not commands (``hello``,
+the store's database clock) nor, on a standalone server, writes. The crash tests therefore
+restart a private, throwaway FerretDB (the binary that ``scripts/services up ferretdb``
+builds, on its SQLite backend, in a temporary directory, on a free port) within a second:
+the shared server cannot be restarted under other people's tests.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo.collection import Collection
+from pymongo.errors import AutoReconnect
+
+from ratchet.errors import DuplicateIdempotencyKeyError
+from ratchet.spi import JobStatus, NewJob
+from ratchet_store_mongodb import MongoDBJobStore
+from ratchet_store_mongodb import _schema as schema
+from ratchet_store_mongodb.testing import ensure_database, with_database
+from ratchet_tck.store import new_job, run_concurrently
+
+pytestmark = pytest.mark.server
+
+POOL_SIZE = 4
+
+
+def _ferretdb_binary() -> str | None:
+    cache = os.environ.get(
+        "RATCHET_SERVICES_CACHE", os.path.expanduser("~/.cache/ratchet-services")
+    )
+    built = sorted(glob.glob(os.path.join(cache, "ferretdb", "*", "ferretdb")))
+    return shutil.which("ferretdb") or (built[-1] if built else None)
+
+
+class PrivateFerretDB:
+    """One FerretDB on its own SQLite directory and port; crash() and start() at will."""
+
+    def __init__(self, binary: str, root: Path) -> None:
+        self.binary = binary
+        self.root = root
+        (root / "data").mkdir()
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"mongodb://127.0.0.1:{self.port}/ratchet"
+
+    def start(self) -> None:
+        log = open(self.root / "server.log", "ab")  # noqa: SIM115 (the server keeps it)
+        self.process = subprocess.Popen(
+            [self.binary, f"--listen-addr=127.0.0.1:{self.port}", "--handler=sqlite",
+             f"--sqlite-url=file:{self.root / 'data'}/", f"--state-dir={self.root}",
+             "--debug-addr=-", "--telemetry=disable", "--log-level=warn"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(500):  # bounded: FerretDB listens within milliseconds
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
+                return
+            except OSError:
+                assert self.process.poll() is None, (self.root / "server.log").read_text()
+                time.sleep(0.01)
+        raise AssertionError("the private FerretDB did not start")
+
+    def crash(self) -> None:
+        """SIGKILL: the kernel closes every client connection at once, as in a crash."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.crash()
+
+
+@pytest.fixture
+def private_server(tmp_path: Path) -> Iterator[PrivateFerretDB]:
+    binary = _ferretdb_binary()
+    if binary is None:
+        pytest.skip("FerretDB is not built: run `scripts/services up ferretdb` first")
+    server = PrivateFerretDB(binary, tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _claim_one(store: MongoDBJobStore, job: NewJob) -> bool:
+    [claimed] = store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
+    return claimed.id == job.id
+
+
+def _enqueue_another(store: MongoDBJobStore, job: NewJob) -> bool:
+    other = new_job()
+    store.enqueue(other)
+    return store.get_job(other.id) is not None
+
+
+# Each first call returns whether it gave the right answer (raising is the failure looked for).
+FIRST_CALLS: dict[str, Callable[[MongoDBJobStore, NewJob], bool]] = {
+    "get_job": lambda store, job: store.get_job(job.id) is not None,
+    "list_jobs": lambda store, job: [j.id for j in store.list_jobs()] == [job.id],
+    "enqueue": _enqueue_another,
+    "count_jobs": lambda store, job: store.count_jobs()[JobStatus.PENDING] == 1,
+    "list_executions": lambda store, job: store.list_executions(job.id) == [],
+    "list_nodes": lambda store, job: store.list_nodes() == [],
+    "database_time": lambda store, job: store.database_time().tzinfo is not None,
+    "claim_due_jobs": _claim_one,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("call", list(FIRST_CALLS))
+def test_the_first_call_after_a_crash_and_restart_succeeds(
+    private_server: PrivateFerretDB, call: str
+) -> None:
+    """Every pooled connection is used, the server is killed and started again at once
+    (so the dead connections have been idle for less than pymongo's one-second socket
+    check): the next call, whatever it is, succeeds.
+
+    On failure: a call whose first command went out on a dead pooled connection must run
+    that command once more (``_reconnect.retry_once_if_lost``): ``_now`` for the clock (a
+    ``hello``, which pymongo does not retry), the whole enqueue for writes."""
+    store = MongoDBJobStore.from_url(private_server.url)
+    try:
+        job = new_job()
+        store.enqueue(job)
+        run_concurrently([store.list_jobs] * POOL_SIZE)
+        private_server.crash()
+        private_server.start()
+        assert FIRST_CALLS[call](store, job)
+    finally:
+        store.close()
+
+
+# -- an enqueue whose answer was lost ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mongodb_url(mongodb_url: str) -> str:
+    """This module's own database: its tests count documents, so a reset of the shared test
+    database by a concurrent run must not reach them."""
+    url = with_database(mongodb_url, "ratchet_test_mongo_reconnect")
+    ensure_database(url)
+    return url
+
+
+def _lose_the_first_answer(
+    monkeypatch: pytest.MonkeyPatch, store: MongoDBJobStore, collection: str, *, applied: bool
+) -> list[str]:
+    """The first ``insert_many`` into ``collection`` is applied (or not), then raises
+    AutoReconnect as if the connection died before the answer came back; the clean-up of
+    that failed attempt fails too (the server was unreachable for it). Returns the
+    collections of every ``insert_many`` made."""
+    real = Collection.insert_many
+    calls: list[str] = []
+
+    def insert_many(self: Collection[Any], documents: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(self.name)
+        if self.name == collection and calls.count(collection) == 1:
+            if applied:
+                real(self, documents, *args, **kwargs)
+            raise AutoReconnect("connection closed")
+        return real(self, documents, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, "insert_many", insert_many)
+    monkeypatch.setattr(store, "_undo_enqueue", lambda *args: None)
+    return calls
+
+
+@pytest.mark.parametrize("collection", [schema.JOBS, schema.IDEMPOTENCY_KEYS])
+@pytest.mark.parametrize("size", [1, 3])
+def test_an_enqueue_whose_answer_was_lost_is_stored_once(
+    store: MongoDBJobStore, monkeypatch: pytest.MonkeyPatch, collection: str, size: int
+) -> None:
+    """The insert of the jobs (or of their idempotency keys) is applied, then its answer is
+    lost and the failed attempt cannot be cleaned up. The retry meets its own documents
+    (same job ids) and succeeds: no false DuplicateIdempotencyKeyError, no second job.
+
+    On failure: a retried enqueue must count documents naming its own job ids as its own
+    (``MongoDBJobStore._enqueue_all`` with ``retry``)."""
+    jobs = [new_job(idempotency_key=f"k-{uuid.uuid4()}", tags=("a",)) for _ in range(size)]
+    _lose_the_first_answer(monkeypatch, store, collection, applied=True)
+    store.enqueue_many(jobs)  # without the retry: StoreUnavailableError
+    monkeypatch.undo()
+    assert store.count_jobs()[JobStatus.PENDING] == size
+    for job in jobs:
+        assert job.idempotency_key is not None
+        assert store.find_job_id_by_idempotency_key(job.idempotency_key) == job.id
+    with pytest.raises(DuplicateIdempotencyKeyError) as info:  # the key is really taken
+        store.enqueue(new_job(idempotency_key=jobs[0].idempotency_key))
+    assert info.value.existing_job_id == jobs[0].id
+
+
+def test_a_retried_enqueue_still_reports_a_key_held_by_another_job(
+    store: MongoDBJobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first attempt loses its connection before anything was written; the retry then
+    meets a key held by another job: that is a real conflict and must be raised."""
+    holder = new_job(idempotency_key="taken")
+    store.enqueue(holder)
+    calls = _lose_the_first_answer(monkeypatch, store, schema.IDEMPOTENCY_KEYS, applied=False)
+    late = new_job(idempotency_key="taken")
+    with pytest.raises(DuplicateIdempotencyKeyError) as info:
+        store.enqueue(late)
+    assert calls.count(schema.IDEMPOTENCY_KEYS) == 2, "the enqueue was not retried"
+    assert info.value.existing_job_id == holder.id
+    assert store.get_job(late.id) is None
