@@ -233,14 +233,31 @@ class RenewFromAcquisitionStore(SQLiteJobStore):
     """Renews a lease from the time it was acquired (``acquired_at + ttl``)."""
 
     def renew_lock(self, name: str, ttl_seconds: float, owner: str) -> bool:
-        statement = changed(
-            sql.RENEW_LOCK, "expires_at = :now + :ttl", "expires_at = acquired_at + :ttl"
+        return self._renew_with(
+            changed(sql.RENEW_LOCK, "MAX(expires_at, :now + :ttl)", "acquired_at + :ttl"),
+            name,
+            ttl_seconds,
+            owner,
         )
+
+    def _renew_with(self, statement: str, name: str, ttl_seconds: float, owner: str) -> bool:
         if ttl_seconds <= 0:
             raise ValueError("ttl")
         with self._write() as (conn, now):
             params = {"name": name, "owner": owner, "now": now, "ttl": ttl_seconds}
             return bool(conn.execute(statement, params).rowcount == 1)
+
+
+class RenewShortensStore(RenewFromAcquisitionStore):
+    """Renews a lease to now + ttl even when that is earlier than its current expiry."""
+
+    def renew_lock(self, name: str, ttl_seconds: float, owner: str) -> bool:
+        return self._renew_with(
+            changed(sql.RENEW_LOCK, "MAX(expires_at, :now + :ttl)", ":now + :ttl"),
+            name,
+            ttl_seconds,
+            owner,
+        )
 
 
 # Recurring lifecycle.

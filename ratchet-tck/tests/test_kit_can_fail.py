@@ -87,6 +87,7 @@ CATALOGUE = [
     # leases
     ("ReacquireKeepsExpiryStore", "test_reacquiring_a_held_lock_extends_it"),
     ("RenewFromAcquisitionStore", "test_renewal_runs_from_the_time_of_renewal"),
+    ("RenewShortensStore", "test_renewal_never_shortens_a_lease"),
     # recurring lifecycle
     ("FiresDeletedWithScheduleStore", "test_a_fired_instant_never_fires_again_after_delete"),
     ("RecreatingSaveRecurringStore", "test_definitions_are_saved_replaced_listed_and_deleted"),

@@ -255,8 +255,9 @@ class LockStore(ABC):
 
     @abstractmethod
     def renew_lock(self, name: str, ttl_seconds: float, owner: str) -> bool:
-        """Extend a lease ``owner`` still holds (unexpired) to database-now + ``ttl_seconds``;
-        ``False`` means stop the work."""
+        """Extend a lease ``owner`` still holds (unexpired) to database-now + ``ttl_seconds``,
+        or keep its current expiry when that is later: a renewal never shortens a lease.
+        ``False`` (nothing changed) when ``owner`` does not hold it unexpired: stop the work."""
 
     @abstractmethod
     def release_lock(self, name: str, owner: str) -> None:

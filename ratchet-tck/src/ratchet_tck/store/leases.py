@@ -3,7 +3,8 @@
 The engine keeps its singleton work (orphan scans, the recurring scheduler, the archiver)
 by calling ``try_lock`` again before each round: re-acquiring a lease it holds must move
 the expiry to database-now + ttl, or the lease lapses mid-round and another node starts
-the same work. A renewal likewise sets database-now + ttl, never an earlier time.
+the same work. A renewal likewise sets database-now + ttl, and never shortens a lease:
+a renewal with a shorter ttl than what is left keeps the later expiry.
 """
 
 from __future__ import annotations
@@ -46,3 +47,18 @@ class LeaseContracts(StoreSuiteBase):
         assert not store.try_lock("lease", 10, "b"), "the renewal shortened the lease"
         self.sleep_past(0.6)
         assert store.try_lock("lease", 10, "b"), "the renewed lease outlived now + ttl"
+
+    @contract("locks", Level.ADVANCED)
+    def test_renewal_never_shortens_a_lease(self, store: JobStore) -> None:
+        """A 1.5 s lease renewed for 0.1 s at once keeps its later expiry: another owner is
+        refused at 0.5 s and gets it after 1.5 s.
+
+        On failure: the renewal writes database-now + ttl unconditionally; it must keep
+        the later of the current expiry and database-now + ttl (``GREATEST``/``MAX``).
+        """
+        assert store.try_lock("lease", 1.5, "a")
+        assert store.renew_lock("lease", 0.1, "a")
+        self.sleep_past(0.5)
+        assert not store.try_lock("lease", 10, "b"), "the renewal shortened the lease"
+        self.sleep_past(1.3)
+        assert store.try_lock("lease", 10, "b"), "the lease outlived its first expiry"

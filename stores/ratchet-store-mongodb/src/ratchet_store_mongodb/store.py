@@ -953,7 +953,8 @@ class MongoDBJobStore(JobStore):
         def decide(lease: Doc | None, now: datetime) -> Doc | None:
             if lease is None or lease.get("owner") != owner or aware(lease["expires_at"]) <= now:
                 return None
-            return {"expires_at": now + _ms_ceil(ttl_seconds)}
+            # A renewal never shortens a lease.
+            return {"expires_at": max(aware(lease["expires_at"]), now + _ms_ceil(ttl_seconds))}
 
         return self._lock_cas(name, decide)
 

@@ -57,7 +57,8 @@ WHERE name = %(name)s AND (expires_at <= UTC_TIMESTAMP(6) OR owner = %(owner)s)
 """
 
 RENEW_LOCK = """
-UPDATE ratchet_lock SET expires_at = UTC_TIMESTAMP(6) + INTERVAL %(ttl_us)s MICROSECOND
+UPDATE ratchet_lock
+SET expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL %(ttl_us)s MICROSECOND)
 WHERE name = %(name)s AND owner = %(owner)s AND expires_at > UTC_TIMESTAMP(6)
 """
 

@@ -50,7 +50,7 @@ WHERE held.expires_at <= statement_timestamp() OR held.owner = excluded.owner
 """
 
 RENEW_LOCK = f"""
-UPDATE ratchet_lock SET expires_at = {_EXPIRY}
+UPDATE ratchet_lock SET expires_at = greatest(expires_at, {_EXPIRY})
 WHERE name = %(name)s AND owner = %(owner)s AND expires_at > statement_timestamp()
 """
 

@@ -179,7 +179,7 @@ WHERE ratchet_lock.expires_at <= excluded.acquired_at OR ratchet_lock.owner = ex
 """
 
 RENEW_LOCK = """
-UPDATE ratchet_lock SET expires_at = :now + :ttl
+UPDATE ratchet_lock SET expires_at = MAX(expires_at, :now + :ttl)
 WHERE name = :name AND owner = :owner AND expires_at > :now
 """
 
