@@ -2,13 +2,18 @@
 
 Run through ``scripts/test`` (or ``uv run nox -s NAME``): sessions use the uv workspace
 environment that ``uv sync --all-packages`` built, so they do not create virtualenvs.
-Backend and conformance-kit sessions join this file as their packages land.
+Packages are found the way the workspace finds its members, by the globs ``stores/*`` and
+``coordinators/*``; each store and coordinator says in its ``pyproject.toml``
+(``[tool.ratchet-workspace.certify]``) how its ``certify-*`` session reaches its server.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -18,19 +23,33 @@ nox.options.error_on_missing_interpreters = True
 ROOT = Path(__file__).parent
 JUNIT = ROOT / "artifacts" / "junit"
 
-# Package folder -> the name used in session names and reports.
+
+def _folders(pattern: str) -> list[Path]:
+    """The package folders (those with a ``pyproject.toml``) matching ``pattern``."""
+    return sorted(found.parent for found in ROOT.glob(f"{pattern}/pyproject.toml"))
+
+
+STORES = _folders("stores/*")
+COORDINATOR_PACKAGES = _folders("coordinators/*")
+
+# Package folder -> the name used in session names and reports (the folder's name).
 PACKAGES = {
-    "ratchet-core": "ratchet-core",
-    "ratchet-tck": "ratchet-tck",
-    "stores/ratchet-store-postgresql": "ratchet-store-postgresql",
-    "stores/ratchet-store-mysql": "ratchet-store-mysql",
-    "stores/ratchet-store-mongodb": "ratchet-store-mongodb",
-    "coordinators/ratchet-coordinator-redis": "ratchet-coordinator-redis",
-    "coordinators/ratchet-coordinator-pg": "ratchet-coordinator-pg",
-    "coordinators/ratchet-coordinator-jms": "ratchet-coordinator-jms",
-    "coordinators/ratchet-coordinator-hazelcast": "ratchet-coordinator-hazelcast",
+    folder.relative_to(ROOT).as_posix(): folder.name
+    for folder in [ROOT / "ratchet-core", ROOT / "ratchet-tck", *STORES, *COORDINATOR_PACKAGES]
 }
 REPORTS = ROOT / "artifacts" / "tck"
+
+
+def _certify_table(folder: Path, *keys: str) -> dict[str, Any]:
+    """The package's ``[tool.ratchet-workspace.certify]`` table, with ``keys`` present."""
+    with (folder / "pyproject.toml").open("rb") as file:
+        table = tomllib.load(file).get("tool", {}).get("ratchet-workspace", {}).get("certify")
+    if not isinstance(table, dict) or not set(keys) <= set(table):
+        raise RuntimeError(
+            f"{folder.relative_to(ROOT)}/pyproject.toml needs a [tool.ratchet-workspace.certify] "
+            f"table with {', '.join(keys)}, so noxfile.py can certify it."
+        )
+    return table
 
 
 @nox.session
@@ -105,9 +124,11 @@ def _server_url(session: nox.Session, variable: str, service: str) -> str:
 # Server stores: certified on a database of their own, created (or indexed) first.
 # name (also ratchet_store_<name>): (server variable, scripts/services name, database)
 SERVER_STORES = {
-    "postgresql": ("RATCHET_TEST_POSTGRESQL_URL", "postgresql", "ratchet_tck_pg"),
-    "mysql": ("RATCHET_TEST_MYSQL_URL", "mariadb", "ratchet_tck_mysql"),
-    "mongodb": ("RATCHET_TEST_MONGODB_URL", "ferretdb", "ratchet_tck_mongo"),
+    folder.name.removeprefix("ratchet-store-"): tuple(
+        _certify_table(folder, "server-variable", "service", "database")[key]
+        for key in ("server-variable", "service", "database")
+    )
+    for folder in STORES
 }
 
 for _store, (_variable, _service, _database) in SERVER_STORES.items():
@@ -130,11 +151,21 @@ for _store, (_variable, _service, _database) in SERVER_STORES.items():
 # Coordinators: certified against their real server, configured through their variable.
 # name: (server variable, scripts/services name, the coordinator's own variable)
 COORDINATORS = {
-    "redis": ("RATCHET_TEST_REDIS_URL", "redis", "RATCHET_REDIS_URL"),
-    "pg": ("RATCHET_TEST_POSTGRESQL_URL", "postgresql", "RATCHET_PG_COORDINATOR_URL"),
-    "jms": ("RATCHET_TEST_STOMP_URL", "activemq", "RATCHET_JMS_URL"),
-    "hazelcast": ("RATCHET_TEST_HAZELCAST_MEMBERS", "hazelcast", "RATCHET_HAZELCAST_MEMBERS"),
+    folder.name.removeprefix("ratchet-coordinator-"): tuple(
+        _certify_table(folder, "server-variable", "service", "setting")[key]
+        for key in ("server-variable", "service", "setting")
+    )
+    for folder in COORDINATOR_PACKAGES
 }
+
+
+def _services_script() -> str:
+    """What the coordinator harnesses may restart servers with (``ratchet-tck certify
+    --services-script``): ``RATCHET_TEST_SERVICES_SCRIPT`` (``none`` forbids restarting
+    the shared servers), else the workspace's ``scripts/services``."""
+    named = os.environ.get("RATCHET_TEST_SERVICES_SCRIPT", "").strip()
+    return named or str(ROOT / "scripts" / "services")
+
 
 for _coordinator, (_variable, _service, _setting) in COORDINATORS.items():
 
@@ -149,7 +180,8 @@ for _coordinator, (_variable, _service, _setting) in COORDINATORS.items():
         """Certify a coordinator against its real server (some suites restart it)."""
         session.env[setting] = _server_url(session, variable, service)
         name = f"certify-coordinator-{coordinator}"
-        _certify(session, name, "--coordinator", coordinator)
+        script = ["--services-script", _services_script()]
+        _certify(session, name, "--coordinator", coordinator, *script)
 
 
 @nox.session(name="certify-sqlite")
@@ -173,3 +205,52 @@ def bench(session: nox.Session) -> None:
     report = ["--json", str(out / "results.json"), "--markdown", str(out / "results.md")]
     runner = ["python", "benchmarks/run.py", *report, *session.posargs]
     session.run("uv", "run", "--locked", *peers, *runner, external=True)
+
+
+MUTMUT = "mutmut==3.8.1"
+
+
+@nox.session(name="mutants", default=False)
+def mutants(session: nox.Session) -> None:
+    """Mutation testing of the SQLite store with the store kit as the test suite
+    (ratchet-tck/MUTATION.md): mutmut over its Python, then ratchet-tck/mutation/
+    sql_mutants.py over its SQL. Not part of scripts/test or CI; about half an hour.
+
+    Works in artifacts/mutants/ on a copy of ratchet-core/src, rebuilt on every run, so
+    the working tree is never mutated. Arguments after ``--`` are mutant names or globs
+    (``ratchet.stores.sqlite.store.*`` for mutmut, ``sql.CLAIM_JOB.*`` for the SQL), run
+    again on the existing copy against the kit as it is now.
+    """
+    work = ROOT / "artifacts" / "mutants"
+    python_names = [name for name in session.posargs if not name.startswith("sql.")]
+    sql_names = [name for name in session.posargs if name.startswith("sql.")]
+    if not session.posargs:
+        if work.exists():
+            shutil.rmtree(work)
+        shutil.copytree(
+            ROOT / "ratchet-core" / "src",
+            work / "src",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        (work / "tests").mkdir()
+        shutil.copy2(ROOT / "ratchet-tck" / "tests" / "test_builtin_stores.py", work / "tests")
+        shutil.copy2(ROOT / "ratchet-tck" / "mutation" / "setup.cfg", work)
+    elif not (work / "mutants").is_dir():
+        session.error("No earlier run in artifacts/mutants/: run `nox -s mutants` first.")
+    session.chdir(work)
+    if python_names or not session.posargs:
+        # Exists before Python starts, so the import system does not cache it as missing;
+        # the kit's child processes then import the mutated copy too.
+        (work / "mutants" / "src").mkdir(parents=True, exist_ok=True)
+        env = {"PYTHONPATH": str(work / "mutants" / "src")}
+        mutmut = ["uv", "run", "--locked", "--project", str(ROOT), "--with", MUTMUT, "mutmut"]
+        # One worker: the machine's two cores are shared, and the kit's timing contracts
+        # need a core of their own to be fair.
+        run = [*mutmut, "run", "--max-children", "1", *python_names]
+        session.run(*run, env=env, external=True)
+        session.run(*mutmut, "export-cicd-stats", env=env, external=True)
+        session.log((work / "mutants" / "mutmut-cicd-stats.json").read_text())
+        session.run(*mutmut, "results", env=env, external=True)
+    if sql_names or not session.posargs:
+        script = ROOT / "ratchet-tck" / "mutation" / "sql_mutants.py"
+        session.run("python", str(script), str(work), *sql_names)

@@ -176,9 +176,7 @@ def part_bulk(lab: Lab) -> None:
 
     from psycopg.types.json import Jsonb
 
-    from ratchet._jobs import JobBuilder
-    from ratchet._types import NewJob
-    from ratchet._uuid import new_job_id
+    from ratchet.spi import NewJob, new_job_id
     from ratchet_store_postgresql import _enqueue
     from ratchet_store_postgresql import _statements as sql
 
@@ -188,7 +186,7 @@ def part_bulk(lab: Lab) -> None:
     args = [(i, 0, PAD) for i in range(n)]
 
     def build() -> list[Any]:
-        return [app._new_job(JobBuilder.for_definition(app, definition, a, {})) for a in args]
+        return [app._builder(definition, a, {}).build() for a in args]
 
     def build_lean() -> list[Any]:
         # What a batch fast path could do: one definition lookup, one encoder, no per-job
@@ -212,7 +210,7 @@ def part_bulk(lab: Lab) -> None:
         return out
 
     lab.measure("app.enqueue_many (what users call)", lambda: app.enqueue_many(JOB_NAME, args))
-    lab.measure("  Python only: build the NewJobs (app._new_job per job)", build)
+    lab.measure("  Python only: build the NewJobs (app._builder(...).build() per job)", build)
     lab.measure("  Python only: a lean batch build (one encoder, no builder)", build_lean)
     jobs = build()
     lab.measure(
@@ -289,7 +287,6 @@ def part_single(lab: Lab) -> None:
     import psycopg
 
     from ratchet import Ratchet
-    from ratchet._jobs import JobBuilder
 
     definition = lab.app.definition(JOB_NAME)
 
@@ -312,9 +309,7 @@ def part_single(lab: Lab) -> None:
             lab.store.reset_for_tests()
 
             def job() -> Any:
-                return lab.app._new_job(
-                    JobBuilder.for_definition(lab.app, definition, (1, 0, PAD), {})
-                )
+                return lab.app._builder(definition, (1, 0, PAD), {}).build()
 
             def plain() -> None:
                 j = job()
@@ -394,7 +389,6 @@ def part_outcome(lab: Lab) -> None:
 
 def part_claims(lab: Lab) -> None:
     from ratchet import Ratchet
-    from ratchet._engine.worker import Worker
 
     n = lab.n
     print(f"the real Worker draining {n:,} jobs (one process, pg coordinator off)")
@@ -413,7 +407,7 @@ def part_claims(lab: Lab) -> None:
                 return got
 
             app.store.claim_due_jobs = counted  # type: ignore[method-assign]
-            worker = Worker(app, concurrency=concurrency)
+            worker = app.worker(concurrency=concurrency)
             if low_water:
                 threshold = max(1, min(concurrency, app.options.claim_batch_size) // 2)
 

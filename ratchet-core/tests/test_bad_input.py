@@ -635,7 +635,7 @@ def test_a_stored_schedule_that_never_fires_is_logged_once_and_skipped(
     app.schedule_recurring(tick, "* * * * * *", id="every-second")
     good = app.list_recurring()[0]
     app.store.save_recurring(dataclasses.replace(good, id="february-30", cron="0 0 30 2 *"))
-    scheduler = RecurringScheduler(app, max_sleep=60.0)
+    scheduler = RecurringScheduler(app._node_context(), max_sleep=60.0)
     with caplog.at_level(logging.DEBUG, logger="ratchet.recurring"):
         delays = [scheduler.tick(), scheduler.tick()]
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]

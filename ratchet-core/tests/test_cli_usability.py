@@ -113,7 +113,8 @@ def test_recurring_cancel_says_a_decorator_schedule_comes_back(
     def cleanup() -> None: ...
 
     app.schedule_recurring(app.job(name="sweep")(lambda: None), "0 3 * * *", id="sweeper")
-    RecurringScheduler(app, max_sleep=1).sync_definitions()  # what a worker does at start
+    # What a worker does at start:
+    RecurringScheduler(app._node_context(), max_sleep=1).sync_definitions()
 
     assert main(["recurring", "cancel", "sweeper"]) == 0
     out = capsys.readouterr().out
@@ -124,7 +125,8 @@ def test_recurring_cancel_says_a_decorator_schedule_comes_back(
     assert "'nightly-cleanup' came from an @app.recurring decorator" in out
     assert "remove the decorator" in out
 
-    RecurringScheduler(app, max_sleep=1).sync_definitions()  # the next worker start
+    # The next worker start:
+    RecurringScheduler(app._node_context(), max_sleep=1).sync_definitions()
     assert [d.id for d in app.list_recurring()] == ["nightly-cleanup"]
     assert main(["recurring", "cancel", "--tag", "OPS"]) == 0
     out = capsys.readouterr().out

@@ -12,7 +12,7 @@ import pytest
 
 from ratchet import Ratchet
 from ratchet._engine.completions import CompletionWriter
-from ratchet._engine.worker import Worker
+from ratchet._engine.outcomes import OutcomeRecorder
 from ratchet.spi import ClaimedJob, Completion, JobStatus
 from ratchet.stores.sqlite.store import SQLiteJobStore
 
@@ -74,9 +74,16 @@ class Answers:
         self.by_job[job.id] = recorded
 
 
-def writer(store_writer: Any, answers: Answers, **options: Any) -> CompletionWriter:
-    options.setdefault("keep_trying", lambda: True)
-    return CompletionWriter(None, store_writer, on_recorded=answers, **options)  # type: ignore[arg-type]
+def writer(
+    store_writer: Any, answers: Answers, *, keep_trying: Any = lambda: True, **options: Any
+) -> CompletionWriter:
+    """A background writer whose writes are the outcome recorder's (retries, read-back)."""
+    recorder = OutcomeRecorder(None, keep_trying=keep_trying)  # type: ignore[arg-type]
+    return CompletionWriter(
+        lambda batch: recorder.write_successes(store_writer, batch),
+        on_recorded=answers,
+        **options,
+    )
 
 
 def test_successes_share_writes_and_each_gets_its_own_answer() -> None:
@@ -212,5 +219,5 @@ def test_a_drain_writes_pending_successes_before_releasing_claims(tmp_path: Any)
 
 def test_a_batch_size_of_one_writes_each_success_itself(tmp_path: Any) -> None:
     app = Ratchet(f"sqlite:///{tmp_path / 'alone.db'}", coordinator="none", completion_batch_size=1)
-    with Worker(app) as worker:
-        assert worker.completions is None
+    with app.worker() as worker:
+        assert worker.recorder.completions is None

@@ -58,10 +58,10 @@ def test_a_node_whose_heartbeats_fail_past_the_grace_stops_claiming() -> None:
     worker = app.worker()
     worker.start(poll=False)
     try:
-        worker._last_heartbeat_ok = time.monotonic() - 1  # as if every beat since had failed
+        worker.heartbeat.last_ok = time.monotonic() - 1  # as if every beat since had failed
         work.enqueue()
         assert worker.claim_once() == []
-        worker._last_heartbeat_ok = time.monotonic()
+        worker.heartbeat.last_ok = time.monotonic()
         assert len(worker.claim_once()) == 1
     finally:
         worker.stop()

@@ -1,9 +1,10 @@
 """Every outcome of a job body is recorded, and timeouts keep their promises.
 
 Issue #15, "Jobs that never finish" (points 5 to 7) and the result size limit of point 11.
-When one of these fails, look at ``ratchet._engine.runner`` (recording outcomes),
-``ratchet._engine.timeouts`` (timeouts), ``ratchet._engine.loop_watchdog``,
-``ratchet._codec.encode_result`` and ``run_until_idle`` in ``ratchet._engine.worker``.
+When one of these fails, look at ``ratchet._engine.runner`` (deciding outcomes),
+``ratchet._engine.outcomes`` (recording them), ``ratchet._engine.timeouts`` (timeouts),
+``ratchet._engine.loop_watchdog``, ``ratchet._codec.encode_result`` and ``run_until_idle``
+in ``ratchet._engine.idle``.
 Waits are bounded generously and only as failure bounds; nothing asserts a duration.
 """
 
@@ -28,7 +29,8 @@ import ratchet
 from conftest import FAST
 from ratchet import BackoffPolicy, JobStatus, Ratchet
 from ratchet._engine import executor as executor_module
-from ratchet._engine.runner import JobRunner, describe_failure, summarize_failure
+from ratchet._engine.failure_text import describe_failure, summarize_failure
+from ratchet._engine.runner import JobRunner
 
 BOUND = 30.0  # failure bound for every wait: reached only when the behaviour is broken
 
@@ -312,14 +314,14 @@ def test_a_job_that_cannot_be_started_is_recorded(
     """Should handing a job to the pool or the loop raise, the slot must be freed and the
     job's failure recorded (before the fix the exception escaped into the poller)."""
 
-    def broken_is_async(self: JobRunner, job: object) -> bool:
+    def broken_resolve(self: JobRunner, job: object) -> object:
         raise RuntimeError("cannot start")
 
     @app.job(max_retries=0)
     def work() -> None: ...
 
     job_id = work.enqueue()
-    monkeypatch.setattr(JobRunner, "is_async", broken_is_async)
+    monkeypatch.setattr(JobRunner, "resolve", broken_resolve)
     app.run_until_idle(timeout=BOUND)
     job = app.get_job(job_id)
     assert job is not None and job.status is JobStatus.FAILED

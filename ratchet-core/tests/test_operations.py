@@ -25,7 +25,7 @@ from ratchet.errors import (
     StoreUnavailableError,
     UnknownStoreError,
 )
-from ratchet.plugins import CoordinatorPlugin, LoadedPlugin, PluginRegistry
+from ratchet.plugins import CoordinatorPlugin, PluginRegistry, hookimpl
 from ratchet.spi import ClusterCoordinator, WakeupHint
 from ratchet.stores.sqlite.store import SQLiteJobStore
 
@@ -118,7 +118,7 @@ def test_a_running_worker_stops_claiming_when_another_process_registers_its_id(
 ) -> None:
     """Two processes started at once both pass the start check; the heartbeat then sees
     ``started_at`` rewritten by the other's register_node. Look at RegistrationWatch in
-    ratchet/_engine/node_guard.py and Worker._taken_over."""
+    ratchet/_engine/node_guard.py and Worker._taken_over (asked by the Heartbeat)."""
     app = Ratchet(sqlite_url, **FAST, node_id="shared")
 
     @app.job(name="noop")
@@ -337,17 +337,29 @@ def needs_a_server(options: object, store: object) -> str | None:
     return "RATCHET_FAKE_URL is not set"
 
 
+class FakeCoordinatorPlugin:
+    """Registered in code: offers the one coordinator that needs a server."""
+
+    @hookimpl
+    def ratchet_cluster_coordinators(self) -> list[CoordinatorPlugin]:
+        return [
+            CoordinatorPlugin(
+                name="fake",
+                factory=f"{__name__}:NeverUsedCoordinator",
+                availability=f"{__name__}:needs_a_server",
+                package="ratchet-coordinator-fake",
+            )
+        ]
+
+
 def fake_registry() -> PluginRegistry:
-    base = PluginRegistry.load(disabled="")
-    base.plugins = [p for p in base.plugins if p.distribution == "ratchet-core"]
-    fake = CoordinatorPlugin(
-        name="fake",
-        factory=f"{__name__}:NeverUsedCoordinator",
-        availability=f"{__name__}:needs_a_server",
-        package="ratchet-coordinator-fake",
-    )
-    loaded = LoadedPlugin(name="fake", distribution="fake", state="loaded", coordinators=(fake,))
-    return PluginRegistry(plugins=[*base.plugins, loaded], manager=base.manager)
+    """ratchet-core's own plugins and the fake coordinator, whatever else is installed."""
+    registry = PluginRegistry.load(disabled="")
+    for found in registry.plugins:
+        if found.distribution != "ratchet-core":
+            registry.manager.unregister(name=found.name)
+    registry.register(FakeCoordinatorPlugin(), name="fake")
+    return registry
 
 
 def test_a_configured_coordinator_that_cannot_be_used_is_a_configuration_error(

@@ -112,10 +112,9 @@ def test_negative_control_without_retries_the_claim_is_stranded(tmp_path: Any) -
     app = make_app(store)
     job_id = app.enqueue("ok")
     worker = app.worker()
-    worker.runner.keep_trying = lambda: False
+    worker.recorder.keep_trying = lambda: False  # for single and batched writes alike
     worker.start(poll=False)
-    assert worker.completions is not None
-    worker.completions.keep_trying = lambda: False
+    assert worker.recorder.completions is not None
     try:
         assert len(worker.claim_once()) == 1
         assert worker.executor.wait_until_idle(10)

@@ -1,13 +1,20 @@
-"""Plugin discovery through entry points, disabling, and coordinator selection."""
+"""Plugin discovery through entry points and in code, disabling, and coordinator selection."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
 from conftest import FAST
 from ratchet import Ratchet
-from ratchet.errors import UnknownStoreError
-from ratchet.plugins import CoordinatorPlugin, LoadedPlugin, PluginRegistry
+from ratchet.errors import (
+    ConfigurationError,
+    UnknownCoordinatorError,
+    UnknownStoreError,
+)
+from ratchet.plugins import CoordinatorPlugin, JobStorePlugin, PluginRegistry, hookimpl
 from ratchet.spi import ClusterCoordinator, NoOpClusterCoordinator, WakeupHint
 from ratchet.stores.sqlite.store import SQLiteJobStore
 
@@ -57,14 +64,38 @@ def unavailable(options: object, store: object) -> str | None:
     return "needs a PostgreSQL store"
 
 
+class FakePlugin:
+    """A class-based plugin: an instance answers the hooks with the records it was given."""
+
+    def __init__(
+        self, *coordinators: CoordinatorPlugin, stores: tuple[JobStorePlugin, ...] = ()
+    ) -> None:
+        self.coordinators = list(coordinators)
+        self.stores = list(stores)
+
+    @hookimpl
+    def ratchet_job_stores(self) -> list[JobStorePlugin]:
+        return self.stores
+
+    @hookimpl
+    def ratchet_cluster_coordinators(self) -> list[CoordinatorPlugin]:
+        return self.coordinators
+
+
+def core_registry() -> PluginRegistry:
+    """ratchet-core's own plugins only: independent of what else is installed."""
+    registry = PluginRegistry.load(disabled="")
+    for found in registry.plugins:
+        if found.distribution != "ratchet-core":
+            registry.manager.unregister(name=found.name)
+    return registry
+
+
 def registry_with(*coordinators: CoordinatorPlugin) -> PluginRegistry:
-    """ratchet-core's own plugins plus fakes: independent of what else is installed."""
-    base = PluginRegistry.load(disabled="")
-    base.plugins = [p for p in base.plugins if p.distribution == "ratchet-core"]
-    fake = LoadedPlugin(
-        name="fake", distribution="fake-dist", state="loaded", coordinators=coordinators
-    )
-    return PluginRegistry(plugins=[*base.plugins, fake], manager=base.manager)
+    """ratchet-core's own plugins plus fakes, registered in code."""
+    registry = core_registry()
+    registry.register(FakePlugin(*coordinators), name="fake")
+    return registry
 
 
 def plugin(name: str, check: str, rank: int = 100) -> CoordinatorPlugin:
@@ -123,7 +154,7 @@ def test_a_wakeup_hint_only_wakes_pollers() -> None:
     woken: list[bool] = []
     worker = app.worker()
     worker.wake = lambda **_: woken.append(True)  # type: ignore[method-assign]
-    app._attach(worker)
+    app._wakeups.attach(worker)
     listener = app.coordinator.listeners[0]  # type: ignore[attr-defined]
     listener(WakeupHint(priority=4, source_node="other"))
     assert woken == [True]
@@ -146,3 +177,147 @@ def test_reconnect_backoff_is_jittered_capped_and_quiet() -> None:
         levels.append(probe.log_level())
     assert levels == [logging.WARNING, None, logging.ERROR, None, None, logging.ERROR]
     assert backoff.succeeded() is True and backoff.succeeded() is False
+
+
+def scratch_store(url: str, **options: object) -> SQLiteJobStore:
+    """The factory of the in-code store plugin below: a private in-memory store."""
+    return SQLiteJobStore.from_memory_url("memory://")
+
+
+SCRATCH = JobStorePlugin(
+    name="scratch", url_schemes=("scratch",), factory=f"{__name__}:scratch_store", package="fake"
+)
+
+
+def test_a_plugin_registered_in_code_is_found() -> None:
+    """Plugins were read from entry-point modules only, so a plugin object registered with
+    the plugin manager offered nothing. Look at PluginRegistry.register, and at
+    store_plugins and coordinator_plugins calling the hooks through the manager."""
+    registry = core_registry()
+    in_code = FakePlugin(plugin("c", "available"), stores=(SCRATCH,))
+    assert registry.register(in_code, name="in-code") == "in-code"
+    assert registry.store_plugins()["scratch"] is SCRATCH
+    assert isinstance(registry.create_store("scratch://"), SQLiteJobStore)
+    found = {p.name: p for p in registry.plugins}["in-code"]
+    assert (found.distribution, found.state) == ("(registered in code)", "loaded")
+    assert found.stores == (SCRATCH,) and [c.name for c in found.coordinators] == ["c"]
+    app = Ratchet("scratch://", plugins=registry, coordinator="c")
+    assert isinstance(app.coordinator, RecordingCoordinator)
+    app.close()
+    # Registered with pluggy directly, bypassing the registry: it counts too.
+    registry.manager.register(FakePlugin(plugin("direct", "available")), name="direct")
+    assert "direct" in {c.name for c in registry.coordinator_plugins()}
+
+
+def test_a_plugin_registered_later_answers_first() -> None:
+    """pluggy calls the last registered plugin first, so a store registered in code wins
+    a URL scheme an entry point claims too; among entry points the first by name still
+    wins. Look at the registration order in PluginRegistry.load."""
+    registry = core_registry()
+    assert registry.store_plugins()["memory"].package == "ratchet-core"
+    override = JobStorePlugin(
+        name="my-memory", url_schemes=("memory",), factory=SCRATCH.factory, package="mine"
+    )
+    registry.register(FakePlugin(stores=(override,)), name="mine")
+    assert registry.store_plugins()["memory"] is override
+
+
+def test_disabling_blocks_the_name_in_the_plugin_manager() -> None:
+    """RATCHET_DISABLED_PLUGINS must block each name in pluggy (set_blocked): the entry
+    point is not registered, and neither is a plugin registered in code under that name.
+    Look at PluginRegistry.load and register."""
+    registry = PluginRegistry.load(disabled="sqlite, extra")
+    assert registry.manager.is_blocked("sqlite") and registry.manager.is_blocked("extra")
+    assert registry.manager.get_plugin("sqlite") is None
+    assert "sqlite" not in registry.store_plugins()
+    assert {p.name: p.state for p in registry.plugins}["sqlite"] == "disabled"
+    assert registry.register(FakePlugin(plugin("x", "available")), name="extra") is None
+    assert "x" not in {c.name for c in registry.coordinator_plugins()}
+
+
+def test_a_plugin_whose_hook_fails_is_refused_when_registered() -> None:
+    """A broken plugin must fail where it is registered, not break every later lookup.
+    Look at PluginRegistry.register calling the new plugin's hooks once."""
+
+    class Broken:
+        @hookimpl
+        def ratchet_job_stores(self) -> list[JobStorePlugin]:
+            raise RuntimeError("no records today")
+
+    registry = core_registry()
+    with pytest.raises(RuntimeError, match="no records today"):
+        registry.register(Broken(), name="broken")
+    assert registry.manager.get_plugin("broken") is None
+    assert set(registry.store_plugins()) == {"memory", "sqlite"}
+
+
+def test_an_unknown_coordinator_name_has_its_own_error() -> None:
+    """It was a bare UnknownStoreError (a coordinator is no store) without a suggestion.
+    It must list the installed names and the closest one, and stay catchable as
+    ConfigurationError and as UnknownStoreError. Look at
+    PluginRegistry._unknown_coordinator."""
+    registry = registry_with(plugin("redis", "available"), plugin("pg", "available"))
+    with pytest.raises(UnknownCoordinatorError) as info:
+        Ratchet("memory://", plugins=registry, coordinator="rdis")
+    message = str(info.value)
+    assert "'rdis', which is not installed" in message
+    assert "Installed coordinators: 'pg', 'redis'." in message
+    assert "Did you mean 'redis'?" in message and "pip install" not in message
+    assert isinstance(info.value, ConfigurationError)
+    assert isinstance(info.value, UnknownStoreError)
+    with pytest.raises(
+        UnknownCoordinatorError,
+        match=r"Did you mean 'hazelcast'\? \(pip install ratchet-coordinator-hazelcast\)",
+    ):
+        Ratchet("memory://", plugins=registry, coordinator="hazelcst")
+    with pytest.raises(UnknownCoordinatorError) as unrelated:
+        Ratchet("memory://", plugins=registry, coordinator="zookeeper")
+    assert "Did you mean" not in str(unrelated.value)
+    assert "or to none to poll only" in str(unrelated.value)
+
+
+def test_loading_and_resolving_plugins_does_not_import_the_conformance_kit() -> None:
+    """A plugin package may ship a kit harness (``tck_harness``), but the runtime must
+    never import it: ratchet-tck is only an extra. Look at the package's ``_plugin.py``,
+    its ``__init__.py`` and the modules its factory and availability strings name."""
+    code = (
+        "import sys\n"
+        "from ratchet.plugins import PluginRegistry\n"
+        "from ratchet.spi import resolve_reference\n"
+        "registry = PluginRegistry.load(disabled='')\n"
+        "for store in registry.store_plugins().values():\n"
+        "    resolve_reference(store.factory)\n"
+        "for coordinator in registry.coordinator_plugins():\n"
+        "    resolve_reference(coordinator.factory)\n"
+        "    resolve_reference(coordinator.availability)\n"
+        "print(sorted(m for m in sys.modules if m.partition('.')[0] in "
+        "('ratchet_tck', 'pytest', '_pytest')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]", result.stdout
+
+
+def test_hooks_run_once_per_set_of_registered_plugins() -> None:
+    """Records were read once, at load; calling the hooks through pluggy must not make
+    every lookup run them again (or return new objects), yet a plugin registered later
+    must count. Look at PluginRegistry._answer."""
+
+    class Counting:
+        calls = 0
+
+        @hookimpl
+        def ratchet_job_stores(self) -> list[JobStorePlugin]:
+            Counting.calls += 1
+            return [SCRATCH]
+
+    registry = core_registry()
+    registry.register(Counting(), name="counting")
+    assert Counting.calls == 1  # register checks the new plugin's hooks once
+    first = registry.store_plugins()
+    assert registry.store_plugins() == first and Counting.calls == 2
+    assert registry.store_plugins()["memory"] is first["memory"]
+    registry.register(FakePlugin(plugin("late", "available")), name="late")
+    assert registry.store_plugins()["scratch"] is SCRATCH and Counting.calls == 3
+    assert "late" in {c.name for c in registry.coordinator_plugins()}

@@ -108,7 +108,7 @@ def test_misfire_fire_once_and_skip(app: Ratchet, policy: str, jobs_after_first_
 
     app.schedule_recurring(work, "* * * * * *", id="r", misfire=policy)
     backlog(app, "r", 10)
-    scheduler = RecurringScheduler(app, max_sleep=1)
+    scheduler = RecurringScheduler(app._node_context(), max_sleep=1)
     scheduler.tick()
     assert len(app.list_jobs()) == jobs_after_first_tick
     last = app.store.last_recurring_fire("r")
@@ -121,7 +121,7 @@ def test_misfire_catch_up_runs_the_latest_n_in_order(app: Ratchet) -> None:
 
     app.schedule_recurring(work, "* * * * * *", id="r", misfire=Misfire.catch_up(3))
     backlog(app, "r", 30)
-    scheduler = RecurringScheduler(app, max_sleep=1)
+    scheduler = RecurringScheduler(app._node_context(), max_sleep=1)
     fired: list[str] = []
     for _ in range(3):
         scheduler.tick()
@@ -142,7 +142,7 @@ def test_a_single_late_instant_still_fires(app: Ratchet) -> None:
     app.schedule_recurring(work, "* * * * * *", id="r", misfire=Misfire.SKIP)
     backlog(app, "r", 1)
     time.sleep(0.2)
-    RecurringScheduler(app, max_sleep=1).tick()
+    RecurringScheduler(app._node_context(), max_sleep=1).tick()
     assert len(app.list_jobs()) == 1
 
 
@@ -153,7 +153,7 @@ def test_only_the_lock_holder_schedules(app: Ratchet) -> None:
     app.schedule_recurring(work, "* * * * * *", id="r")
     backlog(app, "r", 1)
     app.store.try_lock("ratchet:recurring-scheduler", 30, "another-node")
-    assert RecurringScheduler(app, max_sleep=1).tick() == 1
+    assert RecurringScheduler(app._node_context(), max_sleep=1).tick() == 1
     assert app.list_jobs() == []
 
 
@@ -167,7 +167,7 @@ def test_redeploy_removes_schedules_whose_decorator_is_gone(sqlite_url: str) -> 
     def kept() -> None: ...
 
     old.schedule_recurring(kept, "0 4 * * *", id="api-made")
-    RecurringScheduler(old, max_sleep=1).sync_definitions()
+    RecurringScheduler(old._node_context(), max_sleep=1).sync_definitions()
     old.store.enqueue_recurring_fire(
         NewJob(
             id=new_job_id(),
@@ -181,7 +181,7 @@ def test_redeploy_removes_schedules_whose_decorator_is_gone(sqlite_url: str) -> 
         fire_time=datetime(2030, 1, 1, tzinfo=UTC),
     )
     new = Ratchet(sqlite_url, **FAST)  # the next deploy: no @recurring any more
-    RecurringScheduler(new, max_sleep=1).sync_definitions()
+    RecurringScheduler(new._node_context(), max_sleep=1).sync_definitions()
     assert [d.id for d in new.list_recurring()] == ["api-made"]
     assert [j.status for j in new.list_jobs()] == [JobStatus.CANCELED]
 
@@ -207,9 +207,9 @@ def test_enqueue_wakes_the_poller_but_not_the_recurring_scheduler(app: Ratchet) 
     def work() -> None: ...
 
     worker = app.worker()
-    app._attach(worker)
+    app._wakeups.attach(worker)
     work.enqueue()
     assert worker._wake.is_set() and not worker._recurring_wake.is_set()
     app.schedule_recurring(work, "0 1 * * *", id="nightly")
     assert worker._recurring_wake.is_set()
-    app._detach(worker)
+    app._wakeups.detach(worker)

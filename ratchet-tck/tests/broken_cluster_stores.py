@@ -19,9 +19,9 @@ from ratchet.spi import (
     OrphanRecovery,
     RecurringDefinition,
 )
-from ratchet.stores.sqlite import _statements as sql
-from ratchet.stores.sqlite._rows import node_from_row
 from ratchet.stores.sqlite.store import SQLiteJobStore
+from ratchet.stores.sqlite.testing import node_from_row
+from ratchet.stores.sqlite.testing import statements as sql
 
 
 def _archive_selected_by(store: SQLiteJobStore, select: str, older: float, size: int) -> int:

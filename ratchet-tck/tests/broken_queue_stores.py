@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ratchet.spi import Completion, ExecutionStatus, Job, JobStatus, NewJob
-from ratchet.stores.sqlite import _statements as sql
-from ratchet.stores.sqlite._rows import job_from_row
 from ratchet.stores.sqlite.store import SQLiteJobStore
+from ratchet.stores.sqlite.testing import job_from_row
+from ratchet.stores.sqlite.testing import statements as sql
 
 
 def changed(statement: str, old: str, new: str = "") -> str:

@@ -1,8 +1,9 @@
 """Deliberately broken stores: each violates one contract, so the kit must catch it.
 
 Each is the embedded store with one guard removed, the way a real bug would look. The
-first ones live here; the mutation catalogue continues in ``broken_queue_stores.py`` and
-``broken_cluster_stores.py``. :func:`named` finds a store in any of them.
+first ones live here; the mutation catalogue continues in ``broken_queue_stores.py``,
+``broken_cluster_stores.py`` and ``broken_capability_stores.py``. :func:`named` finds a
+store in any of them, and the baseline ``ReferenceStore`` of ``reference_stores.py``.
 """
 
 from __future__ import annotations
@@ -12,18 +13,27 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import broken_capability_stores
 import broken_cluster_stores
 import broken_queue_stores
+import reference_stores
 
 from ratchet.spi import ClaimedJob, Completion
-from ratchet.stores.sqlite import _statements as sql
-from ratchet.stores.sqlite._rows import claimed_from_row
 from ratchet.stores.sqlite.store import SQLiteJobStore
+from ratchet.stores.sqlite.testing import claimed_from_row
+from ratchet.stores.sqlite.testing import statements as sql
 
 
 def named(name: str) -> type[SQLiteJobStore]:
     """The broken store class called ``name``, wherever in the catalogue it is."""
-    for module in (sys.modules[__name__], broken_queue_stores, broken_cluster_stores):
+    modules = (
+        sys.modules[__name__],
+        broken_queue_stores,
+        broken_cluster_stores,
+        broken_capability_stores,
+        reference_stores,
+    )
+    for module in modules:
         found = getattr(module, name, None)
         if isinstance(found, type) and issubclass(found, SQLiteJobStore):
             return found

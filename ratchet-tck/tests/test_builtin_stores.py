@@ -10,7 +10,8 @@ import pytest
 
 from ratchet.spi import JobStore
 from ratchet.stores.sqlite.store import SQLiteJobStore
-from ratchet_tck import Capabilities, JobStoreSuite
+from ratchet_tck import Capabilities, JobStoreSuite, StoreHarness
+from ratchet_tck.store.sqlite_harness import SQLiteStoreHarness
 
 
 class TestMemoryStore(JobStoreSuite):
@@ -34,3 +35,7 @@ class TestSQLiteStore(JobStoreSuite):
     @pytest.fixture
     def store_factory(self, store_url: str) -> Callable[[], JobStore]:
         return lambda: SQLiteJobStore.from_url(store_url)
+
+    @pytest.fixture
+    def store_harness(self, store_url: str) -> StoreHarness:
+        return SQLiteStoreHarness(store_url)

@@ -47,3 +47,11 @@ def test_certify_unknown_store_and_coordinator(capsys) -> None:  # type: ignore[
     assert "No job store is registered for URL scheme 'cassandra'" in capsys.readouterr().err
     assert main(["certify", "--coordinator", "carrier-pigeon"]) == 2
     assert "Coordinator 'carrier-pigeon' is not installed" in capsys.readouterr().err
+
+
+def test_certify_refuses_a_services_script_that_is_not_a_file(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A harness restarts servers only with the script certification hands it; a wrong path
+    must be an error, not a silent N/A. Look at _services_script in ratchet_tck/cli.py."""
+    missing = tmp_path / "services"
+    assert main(["certify", "--coordinator", "x", "--services-script", str(missing)]) == 2
+    assert f"--services-script {str(missing)!r} is not a file" in capsys.readouterr().err

@@ -8,8 +8,22 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
+
+from ratchet_tck.coordinator import SERVICES_SCRIPT_VARIABLE
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+
+# The harness restarts the server only with a script it is handed, as `ratchet-tck certify
+# --services-script` hands it: RATCHET_TEST_SERVICES_SCRIPT (none forbids restarts), else
+# the repository's scripts/services. Set here, before the test modules import the harness.
+_NAMED = os.environ.get("RATCHET_TEST_SERVICES_SCRIPT", "").strip()
+if _NAMED:
+    os.environ[SERVICES_SCRIPT_VARIABLE] = _NAMED
+else:
+    os.environ.setdefault(SERVICES_SCRIPT_VARIABLE, str(REPOSITORY / "scripts" / "services"))
 
 NO_SERVER = (
     "RATCHET_TEST_HAZELCAST_MEMBERS is not set: start Hazelcast with `scripts/services up "

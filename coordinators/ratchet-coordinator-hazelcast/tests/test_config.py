@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from ratchet import RatchetOptions
 from ratchet.errors import ConfigurationError
 from ratchet.plugins import PluginRegistry
 from ratchet_coordinator_hazelcast import HazelcastClusterCoordinator, HazelcastSettings
@@ -26,11 +27,11 @@ def _refused_port() -> int:
 
 def test_available_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RATCHET_HAZELCAST_MEMBERS", raising=False)
-    assert availability(None, None) == "RATCHET_HAZELCAST_MEMBERS is not set"
+    assert availability(RatchetOptions.from_env(), None) == "RATCHET_HAZELCAST_MEMBERS is not set"
     monkeypatch.setenv("RATCHET_HAZELCAST_MEMBERS", " ")
-    assert availability(None, None) == "RATCHET_HAZELCAST_MEMBERS is not set"
+    assert availability(RatchetOptions.from_env(), None) == "RATCHET_HAZELCAST_MEMBERS is not set"
     monkeypatch.setenv("RATCHET_HAZELCAST_MEMBERS", "127.0.0.1:5701")
-    assert availability(None, None) is None
+    assert availability(RatchetOptions.from_env(), None) is None
 
 
 def test_registered_under_the_ratchet_entry_point_with_rank_40() -> None:
@@ -110,7 +111,7 @@ def test_invalid_setting_names_its_variable(name: str, value: str) -> None:
 def test_factory_without_members_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RATCHET_HAZELCAST_MEMBERS", raising=False)
     with pytest.raises(ConfigurationError, match="RATCHET_HAZELCAST_MEMBERS is not set"):
-        HazelcastClusterCoordinator.from_environment(None, None, "node-a")
+        HazelcastClusterCoordinator.from_environment(RatchetOptions.from_env(), None, "node-a")
 
 
 def test_unreachable_cluster_never_blocks_or_raises(caplog: pytest.LogCaptureFixture) -> None:

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from ratchet import RatchetOptions
 from ratchet.errors import ConfigurationError
 from ratchet.plugins import PluginRegistry
 from ratchet_coordinator_jms import JmsClusterCoordinator
@@ -31,11 +32,11 @@ def _refused_port() -> int:
 
 def test_available_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RATCHET_JMS_URL", raising=False)
-    assert availability(None, None) == "RATCHET_JMS_URL is not set"
+    assert availability(RatchetOptions.from_env(), None) == "RATCHET_JMS_URL is not set"
     monkeypatch.setenv("RATCHET_JMS_URL", "   ")
-    assert availability(None, None) == "RATCHET_JMS_URL is not set"
+    assert availability(RatchetOptions.from_env(), None) == "RATCHET_JMS_URL is not set"
     monkeypatch.setenv("RATCHET_JMS_URL", "stomp://127.0.0.1:61613")
-    assert availability(None, None) is None
+    assert availability(RatchetOptions.from_env(), None) is None
 
 
 def test_registered_under_the_ratchet_entry_point_with_rank_30() -> None:
@@ -126,7 +127,7 @@ def test_invalid_setting_names_its_variable(name: str, value: str) -> None:
 def test_factory_without_url_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RATCHET_JMS_URL", raising=False)
     with pytest.raises(ConfigurationError, match="RATCHET_JMS_URL is not set"):
-        JmsClusterCoordinator.from_environment(None, None, "node-a")
+        JmsClusterCoordinator.from_environment(RatchetOptions.from_env(), None, "node-a")
 
 
 def test_selector_quotes_the_node_id() -> None:

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ratchet import Ratchet
+from ratchet import Ratchet, RatchetOptions
 from ratchet.cli import main
 from ratchet.errors import ConfigurationError
 from ratchet_coordinator_pg import PostgreSQLClusterCoordinator
@@ -78,7 +78,7 @@ def test_selected_with_a_store_that_is_not_postgresql_is_a_configuration_error(
     out = capsys.readouterr().out
     assert "Ratchet() refuses to start" in out and "the store is not PostgreSQL" in out
     with pytest.raises(ConfigurationError, match=r"sqlite:///.*is not one"):
-        PostgreSQLClusterCoordinator.for_store(None, store, "node-a")
+        PostgreSQLClusterCoordinator.for_store(RatchetOptions.from_env(), store, "node-a")
     store.close()
 
 

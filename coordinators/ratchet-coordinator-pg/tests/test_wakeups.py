@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet import Ratchet
+from ratchet import Ratchet, RatchetOptions
 from ratchet_coordinator_pg import PostgreSQLClusterCoordinator
 from ratchet_coordinator_pg._plugin import availability
 from ratchet_tck.wakeup import assert_idle_worker_wakes
@@ -29,7 +29,10 @@ def test_activates_by_itself_on_a_postgresql_store(
         assert "installed and applicable" in app.coordinator_reason
     finally:
         app.close()
-    assert availability(None, Ratchet("memory://", coordinator="none").store) is not None
+    assert (
+        availability(RatchetOptions.from_env(), Ratchet("memory://", coordinator="none").store)
+        is not None
+    )
 
 
 def test_rejects_a_channel_that_is_not_an_identifier(postgresql_url: str) -> None:

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ratchet import Ratchet
+from ratchet import Ratchet, RatchetOptions
 from ratchet.cli import main
 from ratchet.errors import ConfigurationError
 from ratchet_coordinator_redis import RedisClusterCoordinator
@@ -82,7 +82,7 @@ def test_selected_without_its_url_is_a_configuration_error(
     out = capsys.readouterr().out
     assert "Ratchet() refuses to start" in out and "RATCHET_REDIS_URL is not set" in out
     with pytest.raises(ConfigurationError, match="RATCHET_REDIS_URL is not set"):
-        RedisClusterCoordinator.from_environment(None, None, "node-a")
+        RedisClusterCoordinator.from_environment(RatchetOptions.from_env(), None, "node-a")
 
 
 def test_a_url_of_another_scheme_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,16 +7,32 @@ import time
 
 import pytest
 
-from ratchet import Ratchet
+from ratchet import Ratchet, RatchetOptions
 from ratchet_coordinator_redis import RedisClusterCoordinator
 from ratchet_coordinator_redis._plugin import availability
 
 
 def test_available_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RATCHET_REDIS_URL", raising=False)
-    assert availability(None, None) == "RATCHET_REDIS_URL is not set"
+    assert availability(RatchetOptions.from_env(), None) == "RATCHET_REDIS_URL is not set"
     monkeypatch.setenv("RATCHET_REDIS_URL", "redis://127.0.0.1:6379/0")
-    assert availability(None, None) is None
+    assert availability(RatchetOptions.from_env(), None) is None
+
+
+def test_settings_come_from_the_nodes_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The availability check and the factory read the options' snapshot
+    (``RatchetOptions.environment``), never ``os.environ`` later on, so both see one
+    configuration, read once. Look at RedisSettings.from_options."""
+    monkeypatch.delenv("RATCHET_REDIS_URL", raising=False)
+    environ = {"RATCHET_REDIS_URL": "redis://127.0.0.1:1/0", "RATCHET_REDIS_CHANNEL": "opts"}
+    options = RatchetOptions.from_env(environ=environ)
+    monkeypatch.setenv("RATCHET_REDIS_URL", "http://not-read")  # changed after: not seen
+    assert availability(options, None) is None
+    coordinator = RedisClusterCoordinator.from_environment(options, None, "node-a")
+    try:
+        assert coordinator.channel == "opts"
+    finally:
+        coordinator.close()
 
 
 @pytest.mark.server

@@ -32,3 +32,8 @@ class TestExampleJobStore(JobStoreSuite):
         cleaner.reset_for_tests()
         cleaner.close()
         yield lambda: ExampleJobStore.from_url(store_url)
+
+    # Optional: return a ratchet_tck.StoreHarness from a `store_harness` fixture for the
+    # contracts that need more than the store (application transactions, blank databases,
+    # dropped connections, a hint listener); without one they are N/A. See
+    # docs/writing-a-store.md, "The store harness".

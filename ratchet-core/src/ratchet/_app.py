@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from ratchet._codec import encode_arguments
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
+from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._environment import warn_about_unknown_variables
 from ratchet._jobs import (
     JobBuilder,
     JobDefinition,
     JobFunction,
-    check_arguments,
     make_definition,
     normalize_tag,
 )
@@ -31,7 +28,6 @@ from ratchet._types import (
     NewJob,
     RecurringDefinition,
 )
-from ratchet._uuid import new_job_id
 from ratchet.errors import RatchetError, UnknownJobError
 from ratchet.plugins import PluginRegistry
 from ratchet.spi import (
@@ -145,8 +141,7 @@ class Ratchet:
         self.class_policy: ClassPolicy = _RegisteredJobsPolicy(
             self, class_policy or ModuleAllowlistClassPolicy(self.options.allowed_modules)
         )
-        self._workers: weakref.WeakSet[Worker] = weakref.WeakSet()
-        self._workers_lock = threading.Lock()
+        self._wakeups = LocalWakeups()
         self.coordinator_reason = "given to Ratchet()"
         if coordinator is None:
             try:
@@ -334,7 +329,7 @@ class Ratchet:
             source="api",
         )
         self.store.save_recurring(definition)
-        self._wake_local(schedules_changed=True)
+        self._wakeups.wake(schedules_changed=True)
         return definition.id
 
     def _recurring_definition(
@@ -349,11 +344,9 @@ class Ratchet:
         misfire: str,
         source: str,
     ) -> RecurringDefinition:
-        check_arguments(job, args, kwargs)
-        args_json, kwargs_json = encode_arguments(
-            job.name, args, kwargs, {}, max_bytes=self.options.max_payload_bytes
-        )
-        builder = JobBuilder.for_definition(self, job, args, kwargs).tags(*tags)
+        builder = self._builder(job, args, kwargs)
+        encoded = builder.build()  # the arguments are checked and encoded first
+        builder.tags(*tags)
         if recurring_id is not None:
             builder.business_key(recurring_id)  # validates the id like any business key
         return RecurringDefinition(
@@ -363,8 +356,8 @@ class Ratchet:
             misfire=misfire,
             name=job.name,
             target=job.target,
-            args_json=args_json,
-            kwargs_json=kwargs_json,
+            args_json=encoded.args_json,
+            kwargs_json=encoded.kwargs_json,
             priority=job.priority,
             max_retries=job.max_retries,
             backoff=job.backoff,
@@ -421,7 +414,19 @@ class Ratchet:
 
     def builder(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> JobBuilder:
         """A chainable builder for one submission of ``func(*args, **kwargs)``."""
-        return JobBuilder.for_definition(self, self.definition(func), args, kwargs)
+        return self._builder(self.definition(func), args, kwargs)
+
+    def _builder(
+        self, definition: JobDefinition, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> JobBuilder:
+        return JobBuilder.for_definition(
+            definition,
+            args,
+            kwargs,
+            max_payload_bytes=self.options.max_payload_bytes,
+            store_job=self._store_job,
+            store_job_in=self._store_job_in,
+        )
 
     def enqueue(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> str:
         """Submit ``func(*args, **kwargs)`` with the job's defaults; returns the job id."""
@@ -433,11 +438,11 @@ class Ratchet:
         """Submit one job per argument tuple, all-or-nothing, in one store round trip."""
         definition = self.definition(func)
         # One builder carries the job's defaults; only the arguments change per job.
-        builder = JobBuilder.for_definition(self, definition, (), {})
+        builder = self._builder(definition, (), {})
         jobs = []
         for args in arguments:
             builder.args = tuple(args)
-            jobs.append(self._new_job(builder))
+            jobs.append(builder.build())
         if not jobs:
             return []
         self.store.enqueue_many(jobs)
@@ -460,16 +465,13 @@ class Ratchet:
     ) -> list[str]:
         """:meth:`enqueue_many` inside the caller's open transaction on ``connection``."""
         definition = self.definition(func)
-        jobs = [
-            self._new_job(JobBuilder.for_definition(self, definition, tuple(args), {}))
-            for args in arguments
-        ]
+        jobs = [self._builder(definition, tuple(args), {}).build() for args in arguments]
         if jobs:
             self._transactional_store().enqueue_many_in(connection, jobs)
         return [job.id for job in jobs]
 
-    def _submit_in(self, connection: Any, builder: JobBuilder) -> str:
-        job = self._new_job(builder)
+    def _store_job_in(self, connection: Any, job: NewJob) -> str:
+        """Store a built job in the caller's transaction (a builder's ``submit_in``)."""
         self._transactional_store().enqueue_in(connection, job)
         return job.id
 
@@ -482,43 +484,14 @@ class Ratchet:
             )
         return self.store
 
-    def _submit(self, builder: JobBuilder) -> str:
-        job = self._new_job(builder)
+    def _store_job(self, job: NewJob) -> str:
+        """Store a built job and wake the workers (a builder's ``submit``)."""
         self.store.enqueue(job)
         self._announce(job.priority)
         return job.id
 
-    def _new_job(self, builder: JobBuilder) -> NewJob:
-        definition = builder.definition
-        check_arguments(definition, builder.args, builder.kwargs)
-        args_json, kwargs_json = encode_arguments(
-            definition.name,
-            builder.args,
-            builder.kwargs,
-            builder.params_value,
-            max_bytes=self.options.max_payload_bytes,
-        )
-        return NewJob(
-            id=new_job_id(),
-            name=definition.name,
-            target=definition.target,
-            args_json=args_json,
-            kwargs_json=kwargs_json,
-            priority=builder.priority_value,
-            max_retries=builder.max_retries_value,
-            backoff=builder.backoff_value,
-            backoff_ms=builder.backoff_ms_value,
-            timeout_seconds=definition.timeout,
-            business_key=builder.business_key_value,
-            idempotency_key=builder.idempotency_key_value,
-            tags=builder.tags_value,
-            params=dict(builder.params_value),
-            scheduled_at=builder.scheduled_at,
-            delay_seconds=builder.delay_seconds,
-        )
-
     def _announce(self, priority: int) -> None:
-        self._wake_local()
+        self._wakeups.wake()
         if not self.coordinator.store_sends_enqueue_hints:  # else it went with the insert
             self.coordinator.notify_new_work(priority, self.node_id, None)
 
@@ -559,7 +532,7 @@ class Ratchet:
         """A worker to embed: ``with app.worker(): …`` or ``.start()`` / ``.stop(timeout)``."""
         from ratchet._engine.worker import Worker
 
-        return Worker(self, concurrency=concurrency)
+        return Worker(self._node_context(), concurrency=concurrency)
 
     def run_worker(
         self, *, concurrency: int | None = None, progress_seconds: float | None = None
@@ -606,29 +579,31 @@ class Ratchet:
         from ratchet._engine.idle import run_until_idle
 
         return run_until_idle(
-            self, timeout=timeout, concurrency=concurrency, wait_for_retries=wait_for_retries
+            self._node_context(),
+            timeout=timeout,
+            concurrency=concurrency,
+            wait_for_retries=wait_for_retries,
         )
 
-    def _attach(self, worker: Worker) -> None:
-        with self._workers_lock:
-            self._workers.add(worker)
-
-    def _detach(self, worker: Worker) -> None:
-        with self._workers_lock:
-            self._workers.discard(worker)
-
-    def _wake_local(self, *, schedules_changed: bool = False) -> None:
-        """Make this process's workers poll now; with ``schedules_changed`` their
-        recurring schedulers also re-read the schedules (not on every enqueue: that would
-        cost a scheduler pass, with a lock write, per job)."""
-        with self._workers_lock:
-            workers = list(self._workers)
-        for worker in workers:
-            worker.wake(schedules_changed=schedules_changed)
+    def _node_context(self) -> NodeContext:
+        """What a worker (and its recurring scheduler and runner) gets of this
+        application: the engine never sees the façade itself."""
+        return NodeContext(
+            store=self.store,
+            node_id=self.node_id,
+            options=self.options,
+            registry=self.registry,
+            class_policy=self.class_policy,
+            retry_policy=self.retry_policy,
+            startup=self.startup,
+            wakeups=self._wakeups,
+            recurring_definitions=lambda: self.recurring_definitions,
+            open_companion_store=self.companion_store,
+        )
 
     def _on_wakeup_hint(self, hint: WakeupHint) -> None:
         # A hint may only cause a poll, never run anything.
-        self._wake_local()
+        self._wakeups.wake()
 
     def __repr__(self) -> str:
         return f"<Ratchet store={self.store.describe()} node={self.node_id!r} pid={os.getpid()}>"

@@ -13,7 +13,8 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 from ratchet._limits import echo
 from ratchet.errors import ConfigurationError
@@ -50,7 +51,14 @@ def _opt(
 @dataclass(frozen=True, kw_only=True)
 class RatchetOptions:
     """Every setting of a Ratchet node. Durations are seconds (fractions allowed) unless
-    the name says minutes or days."""
+    the name says minutes or days.
+
+    :attr:`environment` carries the ``RATCHET_*`` variables :meth:`from_env` read, for the
+    plugins' own settings.
+    """
+
+    # Not a field (not an option, not in the documentation, not compared): set by from_env.
+    _environment: ClassVar[dict[str, str]] = {}
 
     store_url: str | None = _opt(
         None, "RATCHET_STORE_URL", "Store URL; default sqlite:///ratchet.db", kind="str"
@@ -224,7 +232,22 @@ class RatchetOptions:
                 values[name] = _parse(spec, overrides[name], source=f"option {name!r}")
             elif env.get(variable, "").strip():
                 values[name] = _parse(spec, env[variable], source=f"{variable}")
-        return cls(**values)
+        options = cls(**values)
+        variables = {k: v for k, v in env.items() if k.startswith("RATCHET_")}
+        object.__setattr__(options, "_environment", variables)  # frozen: set once, here
+        return options
+
+    @property
+    def environment(self) -> Mapping[str, str]:
+        """The ``RATCHET_*`` variables these options were read from (read-only; empty for
+        options constructed directly rather than by :meth:`from_env`).
+
+        Plugins read their own settings here (``RATCHET_REDIS_URL``, ``RATCHET_JMS_*``, …),
+        never from ``os.environ``: a node's configuration is read once, when its options
+        are, so a coordinator's availability check and its factory see the same values,
+        and a test can configure a plugin with ``RatchetOptions.from_env(environ={…})``.
+        """
+        return MappingProxyType(self._environment)
 
     @property
     def max_payload_bytes(self) -> int:

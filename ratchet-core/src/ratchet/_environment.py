@@ -49,6 +49,7 @@ FIRST_PARTY_VARIABLES = frozenset(
         # ratchet-tck
         "RATCHET_TCK_STORE_URL",
         "RATCHET_TCK_COORDINATOR",
+        "RATCHET_TCK_SERVICES_SCRIPT",
         # scripts/services (the development servers)
         "RATCHET_SERVICES_CACHE",
         "RATCHET_SERVICES_TIMEOUT",

@@ -21,6 +21,10 @@ def resolve_reference(reference: str) -> Any:
 
     Callers that resolve untrusted references (job targets) must check them against a
     ClassPolicy first: this function imports whatever it is given.
+
+    Public SPI, as :func:`ratchet.spi.resolve_reference`: the one way to turn the
+    ``factory``, ``availability``, ``schema`` and ``tck_harness`` strings of a plugin
+    record into objects, so the kit and tools resolve them exactly as ``Ratchet()`` does.
     """
     module_name, sep, qualname = reference.partition(":")
     if not sep or not module_name or not qualname:

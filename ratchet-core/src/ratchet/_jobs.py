@@ -1,4 +1,11 @@
-"""Job definitions (what ``@app.job`` registers) and the chainable submission builder."""
+"""Job definitions (what ``@app.job`` registers) and the chainable submission builder.
+
+The builder is where a submission is validated and encoded: each setter checks its value,
+and :meth:`JobBuilder.build` checks the arguments against the job's signature, encodes
+them and returns the frozen :class:`~ratchet.spi.NewJob`. The application only stores
+that job and wakes the workers; nothing here imports it (a builder and a job function
+reach it through the small interfaces below).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +16,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
+from ratchet._codec import encode_arguments
 from ratchet._imports import MAIN_MODULE_NAMES, main_module_import_name, qualified_name
 from ratchet._limits import (
     MAX_BACKOFF_MS,
@@ -22,13 +30,12 @@ from ratchet._limits import (
     clip,
     echo,
 )
-from ratchet._types import BackoffPolicy, JobPriority
+from ratchet._types import BackoffPolicy, JobPriority, NewJob
+from ratchet._uuid import new_job_id
 from ratchet.errors import ArgumentsMismatchError, JobDefinitionError, ValueOutOfRangeError
 
-if TYPE_CHECKING:
-    from ratchet._app import Ratchet
-
 __all__ = [
+    "JobApplication",
     "JobBuilder",
     "JobDefinition",
     "JobFunction",
@@ -188,10 +195,20 @@ def make_definition(
     )
 
 
+class JobApplication(Protocol):
+    """What a :class:`JobFunction` needs of the application it was registered with."""
+
+    def enqueue(self, func: Callable[..., Any] | str, /, *args: Any, **kwargs: Any) -> str: ...
+
+    def builder(
+        self, func: Callable[..., Any] | str, /, *args: Any, **kwargs: Any
+    ) -> JobBuilder: ...
+
+
 class JobFunction(Generic[P, R]):
     """A function registered as a job. Calling it runs it directly, as before."""
 
-    def __init__(self, app: Ratchet, definition: JobDefinition) -> None:
+    def __init__(self, app: JobApplication, definition: JobDefinition) -> None:
         self._app = app
         self.definition = definition
         functools.update_wrapper(self, definition.func)
@@ -218,15 +235,20 @@ class JobFunction(Generic[P, R]):
 
 @dataclass(kw_only=True)
 class JobBuilder:
-    """Chainable settings for one submission; :meth:`submit` enqueues it.
+    """Chainable settings for one submission; :meth:`build` makes the job, :meth:`submit`
+    enqueues it.
 
     Every setter validates at once, so a bad value fails where it was written.
+    ``store_job(job)`` and ``store_job_in(connection, job)`` are the application's: they
+    store a built job (and wake the workers) and return its id.
     """
 
-    app: Ratchet
     definition: JobDefinition
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    max_payload_bytes: int
+    store_job: Callable[[NewJob], str] = field(repr=False)
+    store_job_in: Callable[[Any, NewJob], str] = field(repr=False)
     priority_value: int = JobPriority.NORMAL
     max_retries_value: int = 3
     backoff_value: BackoffPolicy = BackoffPolicy.EXPONENTIAL
@@ -240,13 +262,23 @@ class JobBuilder:
 
     @classmethod
     def for_definition(
-        cls, app: Ratchet, definition: JobDefinition, args: tuple[Any, ...], kwargs: dict[str, Any]
+        cls,
+        definition: JobDefinition,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        max_payload_bytes: int,
+        store_job: Callable[[NewJob], str],
+        store_job_in: Callable[[Any, NewJob], str],
     ) -> JobBuilder:
+        """A builder with the job's defaults."""
         return cls(
-            app=app,
             definition=definition,
             args=args,
             kwargs=kwargs,
+            max_payload_bytes=max_payload_bytes,
+            store_job=store_job,
+            store_job_in=store_job_in,
             priority_value=definition.priority,
             max_retries_value=definition.max_retries,
             backoff_value=definition.backoff,
@@ -307,14 +339,46 @@ class JobBuilder:
         self.params_value[_key(key, "Param key")] = value
         return self
 
+    def build(self) -> NewJob:
+        """The job this builder describes, with a new id: the arguments checked against
+        the job function's signature (ArgumentsMismatchError) and encoded, with the params,
+        within the payload limit (ArgumentsNotSerializableError, PayloadTooLargeError)."""
+        definition = self.definition
+        check_arguments(definition, self.args, self.kwargs)
+        args_json, kwargs_json = encode_arguments(
+            definition.name,
+            self.args,
+            self.kwargs,
+            self.params_value,
+            max_bytes=self.max_payload_bytes,
+        )
+        return NewJob(
+            id=new_job_id(),
+            name=definition.name,
+            target=definition.target,
+            args_json=args_json,
+            kwargs_json=kwargs_json,
+            priority=self.priority_value,
+            max_retries=self.max_retries_value,
+            backoff=self.backoff_value,
+            backoff_ms=self.backoff_ms_value,
+            timeout_seconds=definition.timeout,
+            business_key=self.business_key_value,
+            idempotency_key=self.idempotency_key_value,
+            tags=self.tags_value,
+            params=dict(self.params_value),
+            scheduled_at=self.scheduled_at,
+            delay_seconds=self.delay_seconds,
+        )
+
     def submit(self) -> str:
         """Enqueue; returns the job id."""
-        return self.app._submit(self)
+        return self.store_job(self.build())
 
     def submit_in(self, connection: Any) -> str:
         """Enqueue inside the caller's open transaction on ``connection`` (visible to
         workers after the caller commits, gone on rollback); returns the job id."""
-        return self.app._submit_in(connection, self)
+        return self.store_job_in(connection, self.build())
 
 
 def _is_number(value: object) -> bool:

@@ -81,7 +81,7 @@ def get_logger(name: str) -> logging.Logger:
 
     Ratchet's own code and its plugins must take every logger from here, never from
     ``logging.getLogger``: a filter on ``ratchet`` does not apply to records created on
-    its children.
+    its children. Public SPI, as :func:`ratchet.spi.get_logger`.
     """
     logger = logging.getLogger(name)
     logger.addFilter(_FILTER)  # addFilter ignores a filter already attached

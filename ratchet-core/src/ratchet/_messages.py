@@ -1,7 +1,7 @@
 """Operator-facing messages that stores and the engine write into execution records.
 
 They are part of the contract (the conformance kit and operators grep for them), so they
-live in one place.
+live in one place. Public SPI: stores import them from :mod:`ratchet.spi`.
 """
 
 from __future__ import annotations

@@ -58,7 +58,12 @@ _EMAIL = re.compile(
 
 def redact(text: str) -> str:
     """``text`` with passwords, tokens and e-mail addresses masked as ``***`` (see the
-    module docstring for the forms recognised)."""
+    module docstring for the forms recognised).
+
+    Public SPI, as :func:`ratchet.spi.redact`: a plugin must pass every URL, DSN or
+    driver message through it before putting it in an error message, a log record it
+    formats itself, or a ``repr``.
+    """
     text = _URL_USERINFO.sub(r"\g<head>***@", text)
     text = _ASSIGNMENT.sub(r"\g<head>***", text)
     text = _QUOTED_KEY.sub(r"\g<head>\g<quote>***\g<quote>", text)

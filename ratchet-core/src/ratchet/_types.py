@@ -76,7 +76,8 @@ class ExecutionStatus(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NewJob:
-    """Everything a store needs to insert one job; built and validated by the engine.
+    """Everything a store needs to insert one job; built and validated by ``JobBuilder.build``
+    (the recurring scheduler builds its fires from a definition validated the same way).
 
     ``args_json`` and ``kwargs_json`` are already-encoded JSON text, so stores never see
     Python objects. ``scheduled_at`` of ``None`` means "due now by the database clock";

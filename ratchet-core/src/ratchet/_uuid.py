@@ -37,5 +37,6 @@ def uuid7() -> uuid.UUID:
 
 
 def new_job_id() -> str:
-    """A new job id: a UUIDv7 string, so ids sort by creation time."""
+    """A new job id: a UUIDv7 string, so ids sort by creation time. Public SPI, as
+    :func:`ratchet.spi.new_job_id`: a store that assigns ids itself must use it."""
     return str(uuid7())

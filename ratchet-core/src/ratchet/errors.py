@@ -22,6 +22,7 @@ __all__ = [
     "StoreNotFoundError",
     "StoreUnavailableError",
     "TargetNotAllowedError",
+    "UnknownCoordinatorError",
     "UnknownJobError",
     "UnknownStoreError",
     "ValueOutOfRangeError",
@@ -72,7 +73,13 @@ class BusinessKeyConflictError(RatchetError):
 
 
 class UnknownStoreError(RatchetError, LookupError):
-    """No installed plugin serves the requested store URL scheme or coordinator name."""
+    """No installed plugin serves the requested store URL scheme."""
+
+
+# Also an UnknownStoreError, which unknown coordinator names raised before this class
+# existed, so handlers written then still catch it.
+class UnknownCoordinatorError(ConfigurationError, UnknownStoreError):
+    """``RATCHET_COORDINATOR`` (or ``coordinator=``) names a coordinator not installed."""
 
 
 class InvalidStoreURLError(RatchetError, ValueError):

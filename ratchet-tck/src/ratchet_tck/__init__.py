@@ -14,7 +14,7 @@ from ratchet_tck.coordinator import (
     WorkerProcess,
 )
 from ratchet_tck.policies import NodeIdentityProviderSuite, RetryPolicySuite
-from ratchet_tck.store import JobStoreSuite
+from ratchet_tck.store import JobStoreSuite, StoreHarness
 
 __all__ = [
     "Capabilities",
@@ -25,6 +25,7 @@ __all__ = [
     "NodeIdentityProviderSuite",
     "RecordingListener",
     "RetryPolicySuite",
+    "StoreHarness",
     "WorkerProcess",
     "contract",
 ]

@@ -13,11 +13,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ratchet._redact import redact
 from ratchet.errors import RatchetError
 from ratchet.plugins import PluginRegistry
+from ratchet.spi import redact
 from ratchet_tck._contract import Level
 from ratchet_tck._report import is_compatible
+from ratchet_tck.coordinator.services import SERVICES_SCRIPT_VARIABLE
 
 __all__ = ["main"]
 
@@ -41,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument(
         "--erase", action="store_true", help="allow the kit to delete existing data in the store"
     )
+    certify.add_argument(
+        "--services-script",
+        metavar="PATH",
+        help="script a coordinator harness may run as 'PATH down|up SERVICE' to restart its "
+        "server for the transport contracts ('none' forbids it; default: "
+        f"${SERVICES_SCRIPT_VARIABLE}, else N/A)",
+    )
     certify.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return parser
 
@@ -60,6 +68,18 @@ def _check_store(url: str, erase: bool) -> None:
         )
 
 
+def _services_script(named: str) -> str:
+    """``--services-script`` as the suites receive it: ``none``, or an absolute path."""
+    if named.strip().lower() == "none":
+        return "none"
+    if not Path(named).is_file():
+        raise RatchetError(
+            f"--services-script {named!r} is not a file; name the script that stops and "
+            "starts servers as 'SCRIPT down|up SERVICE' (scripts/services), or pass none."
+        )
+    return str(Path(named).resolve())
+
+
 def certify(args: argparse.Namespace) -> int:
     level = Level.parse(args.level)
     env: dict[str, str] = {}
@@ -68,6 +88,8 @@ def certify(args: argparse.Namespace) -> int:
         env["RATCHET_TCK_STORE_URL"] = args.store
         suite = CERTIFY_DIR / "test_certified_store.py"
     else:
+        if args.services_script:
+            env[SERVICES_SCRIPT_VARIABLE] = _services_script(args.services_script)
         names = [p.name for p in PluginRegistry.load().coordinator_plugins()]
         if args.coordinator not in names:
             installed = ", ".join(map(repr, names)) or "none"

@@ -6,7 +6,11 @@ clears the pool after a network error and retries reads once), but not commands 
 the store's database clock) nor, on a standalone server, writes. The crash tests therefore
 restart a private, throwaway FerretDB (the binary that ``scripts/services up ferretdb``
 builds, on its SQLite backend, in a temporary directory, on a free port) within a second:
-the shared server cannot be restarted under other people's tests.
+the shared server cannot be restarted under other people's tests. That is also why the kit's
+reconnection contracts (``ratchet_tck.store.reconnect``, which have the server drop the
+connections of the store under test) are N/A for this store: MongoDB has no command that
+closes another client's connections (``killOp`` ends operations, not connections), so the
+same first calls (``FIRST_CALLS``) are checked here, after a crash of a private server.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +32,12 @@ from pymongo.collection import Collection
 from pymongo.errors import AutoReconnect
 
 from ratchet.errors import DuplicateIdempotencyKeyError
-from ratchet.spi import JobStatus, NewJob
+from ratchet.spi import JobStatus
 from ratchet_store_mongodb import MongoDBJobStore
 from ratchet_store_mongodb import _schema as schema
 from ratchet_store_mongodb.testing import ensure_database, with_database
 from ratchet_tck.store import new_job, run_concurrently
+from ratchet_tck.store.reconnect import FIRST_CALLS
 
 pytestmark = pytest.mark.server
 
@@ -106,30 +111,6 @@ def private_server(tmp_path: Path) -> Iterator[PrivateFerretDB]:
         yield server
     finally:
         server.stop()
-
-
-def _claim_one(store: MongoDBJobStore, job: NewJob) -> bool:
-    [claimed] = store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
-    return claimed.id == job.id
-
-
-def _enqueue_another(store: MongoDBJobStore, job: NewJob) -> bool:
-    other = new_job()
-    store.enqueue(other)
-    return store.get_job(other.id) is not None
-
-
-# Each first call returns whether it gave the right answer (raising is the failure looked for).
-FIRST_CALLS: dict[str, Callable[[MongoDBJobStore, NewJob], bool]] = {
-    "get_job": lambda store, job: store.get_job(job.id) is not None,
-    "list_jobs": lambda store, job: [j.id for j in store.list_jobs()] == [job.id],
-    "enqueue": _enqueue_another,
-    "count_jobs": lambda store, job: store.count_jobs()[JobStatus.PENDING] == 1,
-    "list_executions": lambda store, job: store.list_executions(job.id) == [],
-    "list_nodes": lambda store, job: store.list_nodes() == [],
-    "database_time": lambda store, job: store.database_time().tzinfo is not None,
-    "claim_due_jobs": _claim_one,
-}
 
 
 @pytest.mark.slow

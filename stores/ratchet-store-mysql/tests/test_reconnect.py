@@ -1,7 +1,12 @@
-"""Resilience: connections killed on the server (``KILL``) are replaced, transport failures
-surface as StoreUnavailableError with the password hidden, nothing is lost, and the first
-calls after every session was killed do not fail: dead idle connections are replaced
-before use, idempotent calls are retried once."""
+"""Resilience, the MySQL specifics: a session killed in the middle of a call raises
+StoreUnavailableError (password hidden) and the store heals; when the pool's liveness check
+cannot see a dead connection yet, idempotent calls are retried once and claims are not; an
+enqueue whose answer was lost is stored once.
+
+That the first call of each kind after every pooled session was killed succeeds, and that
+no job or claim is lost, are contracts of the kit (``ratchet_tck.store.reconnect``), run by
+``test_conformance.py`` with :meth:`~ratchet_store_mysql.harness.MySQLStoreHarness.drop_connections`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import pymysql
 import pytest
@@ -19,17 +24,18 @@ from ratchet.errors import DuplicateIdempotencyKeyError, StoreUnavailableError
 from ratchet.spi import JobStatus, NewJob
 from ratchet_store_mysql import MySQLJobStore, _enqueue, _pool
 from ratchet_store_mysql._url import parse_store_url
+from ratchet_store_mysql.harness import MySQLStoreHarness
 from ratchet_store_mysql.testing import ensure_database, with_database
 from ratchet_tck.store import new_job, run_concurrently
+from ratchet_tck.store.reconnect import FIRST_CALLS
 
-T = TypeVar("T")
 POOL_SIZE = 4
 
 
 @pytest.fixture(scope="module")
 def mysql_url(mysql_url: str) -> str:
-    """This module's own database: its tests KILL every session on the database and count
-    rows, so neither may reach (or be reached by) concurrent runs on the shared one."""
+    """This module's own database: its tests count rows, so a reset of the shared test
+    database by a concurrent run must not reach them."""
     url = with_database(mysql_url, "ratchet_test_mysql_reconnect")
     ensure_database(url)
     return url
@@ -40,69 +46,6 @@ def _admin(mysql_url: str) -> pymysql.connections.Connection[Any]:
     kwargs = dict(parse_store_url(mysql_url).connect_kwargs)
     kwargs.pop("database")
     return pymysql.connect(**kwargs, autocommit=True)
-
-
-def _sessions(admin: pymysql.connections.Connection[Any], database: str) -> list[int]:
-    """Ids of the sessions on ``database`` (the store's: this database is the test's own)."""
-    with admin.cursor() as cursor:
-        cursor.execute(
-            "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = %s AND ID <> CONNECTION_ID()",
-            (database,),
-        )
-        return [int(row[0]) for row in cursor.fetchall()]
-
-
-def _kill_all(admin: pymysql.connections.Connection[Any], database: str) -> int:
-    """KILL every session on ``database``; wait (bounded) until they are gone."""
-    victims = _sessions(admin, database)
-    with admin.cursor() as cursor:
-        for session in victims:
-            cursor.execute(f"KILL {session}")
-    for _ in range(500):
-        if not set(victims) & set(_sessions(admin, database)):
-            break
-        time.sleep(0.01)
-    return len(victims)
-
-
-def _at_most_one_failure(call: Callable[[], T]) -> tuple[T, int]:
-    """Run ``call``; a single StoreUnavailableError is allowed, then it must succeed."""
-    try:
-        return call(), 0
-    except StoreUnavailableError as exc:
-        assert ":ratchet@" not in str(exc), "the password leaked into the error"
-        return call(), 1
-
-
-@pytest.mark.server
-def test_store_recovers_after_its_sessions_are_killed(
-    mysql_url: str, fresh_store: Callable[..., MySQLJobStore]
-) -> None:
-    """Three pooled sessions of the store are killed with KILL from another session: the
-    next calls work (the pool notices the closed sockets before using them) and no job or
-    claim is lost.
-
-    On failure: the pool must replace connections the server closed, or each dead one
-    fails a call of its own."""
-    store = fresh_store(pool_max_size=4)
-    database = parse_store_url(mysql_url).database
-    jobs = [new_job() for _ in range(5)]
-    store.enqueue_many(jobs)
-    claimed = store.claim_due_jobs(node_id="n", limit=2, priority_boost_seconds=0)
-    # Three calls at once leave three idle connections in the pool.
-    run_concurrently([lambda: store._one("SELECT SLEEP(0.2)") for _ in range(3)])
-    admin = _admin(mysql_url)
-    try:
-        assert _kill_all(admin, database) >= 3
-        counts, failures = _at_most_one_failure(store.count_jobs)
-        assert (counts[JobStatus.PENDING], counts[JobStatus.RUNNING]) == (3, 2)
-        for job in claimed:  # the claims survived: their fencing tokens still work
-            assert store.complete_job(job.id, job.claim_seq, result_json=None, result_type=None)
-        more = store.claim_due_jobs(node_id="n", limit=10, priority_boost_seconds=0)
-        assert sorted(j.id for j in [*claimed, *more]) == sorted(j.id for j in jobs)
-        assert failures == 0, "a killed idle connection was handed out"
-    finally:
-        admin.close()
 
 
 @pytest.mark.server
@@ -173,54 +116,9 @@ def test_a_closed_store_refuses_calls() -> None:
 
 def _kill_every_session(store: MySQLJobStore, mysql_url: str) -> None:
     """Use all pooled connections at once (so the pool holds POOL_SIZE idle ones), then
-    KILL every session on the store's database, as a server restart would."""
+    KILL each of them, as a server restart would."""
     run_concurrently([lambda: store._one("SELECT SLEEP(0.05)")] * POOL_SIZE)
-    admin = _admin(mysql_url)
-    try:
-        assert _kill_all(admin, parse_store_url(mysql_url).database) >= POOL_SIZE
-    finally:
-        admin.close()
-
-
-def _claim_one(store: MySQLJobStore, job: NewJob) -> bool:
-    [claimed] = store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
-    return claimed.id == job.id
-
-
-def _enqueue_another(store: MySQLJobStore, job: NewJob) -> bool:
-    other = new_job()
-    store.enqueue(other)
-    return store.get_job(other.id) is not None
-
-
-# Each first call returns whether it gave the right answer (raising is the failure looked for).
-FIRST_CALLS: dict[str, Callable[[MySQLJobStore, NewJob], bool]] = {
-    "get_job": lambda store, job: store.get_job(job.id) is not None,
-    "list_jobs": lambda store, job: [j.id for j in store.list_jobs()] == [job.id],
-    "enqueue": _enqueue_another,
-    "count_jobs": lambda store, job: store.count_jobs()[JobStatus.PENDING] == 1,
-    "list_executions": lambda store, job: store.list_executions(job.id) == [],
-    "list_nodes": lambda store, job: store.list_nodes() == [],
-    "database_time": lambda store, job: store.database_time().tzinfo is not None,
-    "claim_due_jobs": _claim_one,
-}
-
-
-@pytest.mark.server
-@pytest.mark.parametrize("call", list(FIRST_CALLS))
-def test_the_first_call_after_every_session_was_killed_succeeds(
-    mysql_url: str, fresh_store: Callable[..., MySQLJobStore], call: str
-) -> None:
-    """Every pooled connection is used, then KILLed (a server restart): the next call,
-    whatever it is (a fenced claim included), succeeds.
-
-    On failure: the pool handed out a connection the server had closed; ``_is_quiet`` must
-    see the readable socket before anything is sent on it."""
-    store = fresh_store(pool_max_size=POOL_SIZE)
-    job = new_job()
-    store.enqueue(job)
-    _kill_every_session(store, mysql_url)
-    assert FIRST_CALLS[call](store, job)
+    assert MySQLStoreHarness(mysql_url).drop_connections(store) == POOL_SIZE
 
 
 @pytest.mark.server
@@ -231,8 +129,10 @@ def test_idempotent_calls_are_retried_when_a_dead_connection_is_not_noticed(
     call: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """As above, but the checkout poll is blinded (as when the server's hang-up has not
-    reached the client yet): reads and enqueues still succeed, on a fresh connection.
+    """Every pooled connection was used, then KILLed (the kit's reconnection contracts
+    check the next call of each kind); here the checkout poll is blinded too (as when the
+    server's hang-up has not reached the client yet): reads and enqueues still succeed, on
+    a fresh connection.
 
     On failure: an idempotent call that hit a connection lost in use must be run once more
     (``PooledStore._run_idempotent``)."""

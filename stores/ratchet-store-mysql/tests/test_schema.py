@@ -1,30 +1,28 @@
-"""Schema: plain SQL migrations, an idempotent migrator safe for nodes starting together,
-the plugin registration and the ``ratchet schema`` commands."""
+"""Schema, the MySQL specifics: the migration files and their repeatable DDL (MySQL commits
+every DDL statement), the named migration lock, the plugin registration, ``ratchet schema
+show``, an interrupted migration, and an upgrade from version 1 with live rows.
+
+Idempotent and concurrent apply (threads and processes), ``ratchet schema apply`` and a
+reset that keeps the schema are contracts of the kit (``ratchet_tck.store.schema``), run by
+``test_conformance.py`` on blank databases of
+:class:`~ratchet_store_mysql.harness.MySQLStoreHarness`.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
-from functools import partial
 
 import pymysql
 import pytest
 
 from ratchet.plugins import PluginRegistry
-from ratchet.spi import (
-    ORPHAN_RECOVERED_MESSAGE,
-    ExecutionStatus,
-    JobStatus,
-    SupportsSchema,
-    SupportsTestReset,
-)
+from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, ExecutionStatus, JobStatus
 from ratchet_store_mysql import MySQLJobStore, schema_sql
 from ratchet_store_mysql._url import parse_store_url
+from ratchet_store_mysql.harness import MySQLStoreHarness
 from ratchet_store_mysql.schema import migration_lock_name, migrations
-from ratchet_store_mysql.testing import drop_database, ensure_database, with_database
-from ratchet_tck.store import run_concurrently
 
 TABLES = {
     "ratchet_job",
@@ -110,10 +108,10 @@ def test_ratchet_schema_show_prints_the_ddl() -> None:
 @pytest.fixture
 def empty_database(mysql_url: str) -> Iterator[str]:
     """A new database with nothing in it, dropped after the test."""
-    url = with_database(mysql_url, f"ratchet_test_mysql_{uuid.uuid4().hex[:10]}")
-    ensure_database(url)
-    yield url
-    drop_database(url)
+    harness = MySQLStoreHarness(mysql_url)
+    with harness.blank_database() as url:
+        yield url
+    harness.close()
 
 
 def _tables(url: str) -> tuple[list[tuple[int, str]], set[str]]:
@@ -123,24 +121,6 @@ def _tables(url: str) -> tuple[list[tuple[int, str]], set[str]]:
         versions = [(int(v), str(n)) for v, n in cursor.fetchall()]
         cursor.execute("SHOW TABLES")
         return versions, {str(row[0]) for row in cursor.fetchall()}
-
-
-@pytest.mark.server
-def test_concurrent_nodes_apply_each_migration_once(empty_database: str) -> None:
-    """Six stores open an empty database at once: one applies every migration, the others
-    wait on the named lock and find nothing to do; applying again is a no-op."""
-    stores = [MySQLJobStore.from_url(empty_database, auto_migrate=False) for _ in range(6)]
-    try:
-        results = run_concurrently([partial(store.apply_schema) for store in stores])
-        every = str([m.name for m in migrations()])
-        assert sorted(map(str, results)) == [every] + ["[]"] * 5
-        assert stores[0].apply_schema() == []
-    finally:
-        for store in stores:
-            store.close()
-    versions, tables = _tables(empty_database)
-    assert versions == ALL_VERSIONS
-    assert tables >= TABLES
 
 
 @pytest.mark.server
@@ -255,24 +235,3 @@ def test_the_second_migration_can_run_again_from_any_statement(empty_database: s
         assert refused.value.args[0] in (3819, 4025)  # MySQL / MariaDB: CHECK violated
     versions, _tables_now = _tables(empty_database)
     assert versions == ALL_VERSIONS
-
-
-@pytest.mark.server
-def test_ratchet_schema_apply_command(empty_database: str) -> None:
-    """``ratchet schema apply URL`` creates the schema, then reports it up to date."""
-    command = [sys.executable, "-m", "ratchet", "schema", "apply", empty_database]
-    first = subprocess.run(command, capture_output=True, text=True, check=True)
-    again = subprocess.run(command, capture_output=True, text=True, check=True)
-    assert "Applied: 0001_initial.sql, 0002_crash_charges.sql" in first.stdout
-    assert "up to date" in again.stdout
-    assert ":ratchet@" not in first.stdout + again.stdout
-
-
-@pytest.mark.server
-def test_reset_for_tests_empties_data_but_keeps_the_schema(store: MySQLJobStore) -> None:
-    assert isinstance(store, SupportsSchema) and isinstance(store, SupportsTestReset)
-    store.register_node("n")
-    assert store.try_lock("l", 10, "n")
-    store.reset_for_tests()
-    assert store.list_nodes() == [] and store.try_lock("l", 10, "other")
-    assert store.apply_schema() == []

@@ -1,6 +1,13 @@
-"""Resilience: transport failures surface as StoreUnavailableError (password hidden), the
-pool heals itself, and the first calls after a server restart do not fail on stale pooled
-connections: dead ones are discarded before use, idempotent calls are retried once."""
+"""Resilience, the PostgreSQL specifics: transport failures surface as
+StoreUnavailableError (password hidden); when the pool's liveness check cannot see a dead
+connection yet, idempotent calls are retried once and claims are not; an enqueue whose
+answer was lost is stored once.
+
+That the first call of each kind after every backend was terminated succeeds, and that no
+job or claim is lost, are contracts of the kit (``ratchet_tck.store.reconnect``), run by
+``test_conformance.py`` with
+:meth:`~ratchet_store_postgresql.harness.PostgreSQLStoreHarness.drop_connections`.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +20,12 @@ import psycopg
 import pytest
 
 from ratchet.errors import DuplicateIdempotencyKeyError, StoreUnavailableError
-from ratchet.spi import JobStatus, NewJob, new_job_id
+from ratchet.spi import JobStatus, NewJob
 from ratchet_store_postgresql import PostgreSQLJobStore, _enqueue, _pool
+from ratchet_store_postgresql.harness import PostgreSQLStoreHarness
 from ratchet_store_postgresql.testing import ensure_database, with_database
-from ratchet_tck.store import new_job, run_concurrently
+from ratchet_tck.store import new_job
+from ratchet_tck.store.reconnect import FIRST_CALLS, use_several_connections
 
 POOL_SIZE = 4
 
@@ -28,75 +37,6 @@ def postgresql_url(postgresql_url: str) -> str:
     url = with_database(postgresql_url, "ratchet_test_pg_reconnect")
     ensure_database(url)
     return url
-
-
-def _job() -> NewJob:
-    return NewJob(
-        id=new_job_id(), name="tests.noop", target="tests:noop", args_json="[]", kwargs_json="{}"
-    )
-
-
-def _backends(admin: psycopg.Connection[tuple[int]], application_name: str) -> int:
-    row = admin.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (application_name,)
-    ).fetchone()
-    return 0 if row is None else int(row[0])
-
-
-def _wait_for_backends(admin_url: str, application_name: str, count: int) -> None:
-    """Wait (bounded) until ``count`` backends of ``application_name`` are connected."""
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        for _ in range(500):
-            if _backends(admin, application_name) >= count:
-                return
-            admin.execute("SELECT pg_sleep(0.01)")
-    raise AssertionError(f"the pool never opened {count} connections")
-
-
-def _terminate(admin_url: str, application_name: str) -> int:
-    """pg_terminate_backend every connection of ``application_name``; wait until gone."""
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        killed = admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE application_name = %s",
-            (application_name,),
-        ).fetchone()
-        for _ in range(500):  # bounded: the backends exit within milliseconds
-            if _backends(admin, application_name) == 0:
-                break
-            admin.execute("SELECT pg_sleep(0.01)")
-    return 0 if killed is None else int(killed[0])
-
-
-@pytest.mark.server
-def test_store_recovers_after_its_backends_are_terminated(
-    postgresql_url: str, fresh_store: Callable[[], PostgreSQLJobStore]
-) -> None:
-    """All three pooled backends of the store are killed with pg_terminate_backend: the next
-    calls work without an error, and no job or claim is lost.
-
-    On failure: the store must discard pooled connections the server closed before using
-    them (``_pool._server_closed``), or each dead one fails a call of its own."""
-    fresh_store()  # empties the database
-    name = f"ratchet-reconnect-{uuid.uuid4().hex[:8]}"
-    url = f"{postgresql_url}?application_name={name}"
-    store = PostgreSQLJobStore.from_url(url, pool_min_size=3, pool_max_size=4)
-    try:
-        jobs = [_job() for _ in range(5)]
-        store.enqueue_many(jobs)
-        claimed = store.claim_due_jobs(node_id="n", limit=2, priority_boost_seconds=0)
-        admin_url = with_database(postgresql_url, "postgres")
-        _wait_for_backends(admin_url, name, 3)
-        assert _terminate(admin_url, name) >= 3
-
-        counts = store.count_jobs()
-        assert (counts[JobStatus.PENDING], counts[JobStatus.RUNNING]) == (3, 2)
-        for job in claimed:  # the claims survived: their fencing tokens still work
-            assert store.complete_job(job.id, job.claim_seq, result_json=None, result_type=None)
-        more = store.claim_due_jobs(node_id="n", limit=10, priority_boost_seconds=0)
-        assert sorted(j.id for j in [*claimed, *more]) == sorted(j.id for j in jobs)
-    finally:
-        store.close()
 
 
 def test_unreachable_server_raises_store_unavailable_without_the_password() -> None:
@@ -124,18 +64,17 @@ def test_a_closed_store_refuses_calls() -> None:
 
 class StalePool:
     """A store whose every pooled connection was used, then terminated on the server (what a
-    server restart leaves behind), plus the admin URL to do it again."""
+    server restart leaves behind)."""
 
-    def __init__(self, store: PostgreSQLJobStore, admin_url: str, application_name: str) -> None:
+    def __init__(self, store: PostgreSQLJobStore, harness: PostgreSQLStoreHarness) -> None:
         self.store = store
-        self.admin_url = admin_url
-        self.application_name = application_name
+        self.harness = harness
 
     def terminate_every_backend(self) -> None:
-        """Use all pooled connections at once, then pg_terminate_backend each of them."""
-        _wait_for_backends(self.admin_url, self.application_name, POOL_SIZE)
-        run_concurrently([lambda: self.store._one("SELECT pg_sleep(0.05)")] * POOL_SIZE)
-        assert _terminate(self.admin_url, self.application_name) == POOL_SIZE
+        """Use the full pool at once, then pg_terminate_backend each of its connections."""
+        self.store._pool.wait(timeout=30)  # all POOL_SIZE connections open
+        use_several_connections(self.store, POOL_SIZE)
+        assert self.harness.drop_connections(self.store) == POOL_SIZE
 
 
 @pytest.fixture
@@ -143,58 +82,15 @@ def stale_pool(
     postgresql_url: str, fresh_store: Callable[[], PostgreSQLJobStore]
 ) -> Iterator[StalePool]:
     fresh_store()  # empties the database
-    name = f"ratchet-stale-{uuid.uuid4().hex[:8]}"
     store = PostgreSQLJobStore.from_url(
-        f"{postgresql_url}?application_name={name}",
-        pool_min_size=POOL_SIZE,
-        pool_max_size=POOL_SIZE,
+        postgresql_url, pool_min_size=POOL_SIZE, pool_max_size=POOL_SIZE
     )
+    harness = PostgreSQLStoreHarness(postgresql_url)
     try:
-        yield StalePool(store, with_database(postgresql_url, "postgres"), name)
+        yield StalePool(store, harness)
     finally:
         store.close()
-
-
-def _claim_one(store: PostgreSQLJobStore, job: NewJob) -> bool:
-    [claimed] = store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
-    return claimed.id == job.id
-
-
-def _enqueue_another(store: PostgreSQLJobStore, job: NewJob) -> bool:
-    other = new_job()
-    store.enqueue(other)
-    return store.get_job(other.id) is not None
-
-
-# Each first call returns whether it gave the right answer (raising is the failure looked for).
-FIRST_CALLS: dict[str, Callable[[PostgreSQLJobStore, NewJob], bool]] = {
-    "get_job": lambda store, job: store.get_job(job.id) is not None,
-    "list_jobs": lambda store, job: [j.id for j in store.list_jobs()] == [job.id],
-    "enqueue": _enqueue_another,
-    "count_jobs": lambda store, job: store.count_jobs()[JobStatus.PENDING] == 1,
-    "list_executions": lambda store, job: store.list_executions(job.id) == [],
-    "list_nodes": lambda store, job: store.list_nodes() == [],
-    "database_time": lambda store, job: store.database_time().tzinfo is not None,
-    "claim_due_jobs": _claim_one,
-}
-
-
-@pytest.mark.server
-@pytest.mark.parametrize("call", list(FIRST_CALLS))
-def test_the_first_call_after_every_backend_was_terminated_succeeds(
-    stale_pool: StalePool, call: str
-) -> None:
-    """Every pooled connection is used, then terminated with pg_terminate_backend (a server
-    restart): the next call, whatever it is (a fenced claim included), succeeds.
-
-    On failure: the pool handed out a connection the server had closed. Before using a
-    pooled connection the store must look at its socket (``_pool._server_closed``: a
-    readable idle socket means the server hung up) and take another one."""
-    store = stale_pool.store
-    job = new_job()
-    store.enqueue(job)
-    stale_pool.terminate_every_backend()
-    assert FIRST_CALLS[call](store, job)
+        harness.close()
 
 
 @pytest.mark.server
@@ -202,8 +98,10 @@ def test_the_first_call_after_every_backend_was_terminated_succeeds(
 def test_idempotent_calls_are_retried_when_a_dead_connection_is_not_noticed(
     stale_pool: StalePool, call: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As above, but the checkout check is blinded (as when the server's hang-up has not
-    reached the client yet): reads and enqueues still succeed, on a fresh connection.
+    """Every pooled connection was used, then terminated (the kit's reconnection contracts
+    check the next call of each kind); here the checkout check is blinded too (as when
+    the server's hang-up has not reached the client yet): reads and enqueues still
+    succeed, on a fresh connection.
 
     On failure: an idempotent call that hit a connection lost in use must be run once more
     (``PooledStore._run_idempotent``) after the pool was purged of dead connections."""

@@ -1,29 +1,26 @@
-"""Schema: plain SQL migrations, an idempotent migrator safe for nodes starting together,
-the plugin registration and the ``ratchet schema`` commands."""
+"""Schema, the PostgreSQL specifics: the migration files and their DDL, the plugin
+registration, ``ratchet schema show``, and an upgrade from version 1 with live rows.
+
+Idempotent and concurrent apply (threads and processes), ``ratchet schema apply`` and a
+reset that keeps the schema are contracts of the kit (``ratchet_tck.store.schema``), run by
+``test_conformance.py`` on blank databases of
+:class:`~ratchet_store_postgresql.harness.PostgreSQLStoreHarness`.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
-from functools import partial
 
 import psycopg
 import pytest
 
 from ratchet.plugins import PluginRegistry
-from ratchet.spi import (
-    ORPHAN_RECOVERED_MESSAGE,
-    ExecutionStatus,
-    JobStatus,
-    SupportsSchema,
-    SupportsTestReset,
-)
+from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, ExecutionStatus, JobStatus
 from ratchet_store_postgresql import PostgreSQLJobStore, schema_sql
+from ratchet_store_postgresql.harness import PostgreSQLStoreHarness
 from ratchet_store_postgresql.schema import migrations
-from ratchet_store_postgresql.testing import ensure_database, with_database
-from ratchet_tck.store import run_concurrently
 
 TABLES = {
     "ratchet_job",
@@ -73,37 +70,10 @@ def test_ratchet_schema_show_prints_the_ddl() -> None:
 @pytest.fixture
 def empty_database(postgresql_url: str) -> Iterator[str]:
     """A new database with nothing in it, dropped after the test."""
-    name = f"ratchet_test_pg_{uuid.uuid4().hex[:10]}"
-    url = with_database(postgresql_url, name)
-    ensure_database(url)
-    yield url
-    with psycopg.connect(with_database(postgresql_url, "postgres"), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.mark.server
-def test_concurrent_nodes_apply_each_migration_once(empty_database: str) -> None:
-    """Six stores open an empty database at once: one applies every migration, the others
-    wait on the advisory lock and find nothing to do; applying again is a no-op."""
-    stores = [
-        PostgreSQLJobStore.from_url(empty_database, auto_migrate=False, pool_min_size=1)
-        for _ in range(6)
-    ]
-    try:
-        results = run_concurrently([partial(store.apply_schema) for store in stores])
-        every = str([m.name for m in migrations()])
-        assert sorted(map(str, results)) == [every] + ["[]"] * 5
-        assert stores[0].apply_schema() == []
-    finally:
-        for store in stores:
-            store.close()
-    with psycopg.connect(empty_database) as conn:
-        versions = conn.execute(
-            "SELECT version, name FROM ratchet_schema_version ORDER BY version"
-        ).fetchall()
-        tables = {row[0] for row in conn.execute("SELECT tablename FROM pg_tables")}
-    assert versions == [(1, "0001_initial.sql"), (2, "0002_crash_charges.sql")]
-    assert tables >= TABLES
+    harness = PostgreSQLStoreHarness(postgresql_url)
+    with harness.blank_database() as url:
+        yield url
+    harness.close()
 
 
 # Written as version 1 of the store wrote them: a job claimed (and started) by node
@@ -156,24 +126,3 @@ def test_upgrading_from_version_1_keeps_running_claims_charged(empty_database: s
         assert store.list_executions(again.id)[-1].status is ExecutionStatus.RELEASED
     finally:
         store.close()
-
-
-@pytest.mark.server
-def test_ratchet_schema_apply_command(empty_database: str) -> None:
-    """``ratchet schema apply URL`` creates the schema, then reports it up to date."""
-    command = [sys.executable, "-m", "ratchet", "schema", "apply", empty_database]
-    first = subprocess.run(command, capture_output=True, text=True, check=True)
-    again = subprocess.run(command, capture_output=True, text=True, check=True)
-    assert "Applied: 0001_initial.sql, 0002_crash_charges.sql" in first.stdout
-    assert "up to date" in again.stdout
-    assert ":ratchet@" not in first.stdout + again.stdout
-
-
-@pytest.mark.server
-def test_reset_for_tests_empties_data_but_keeps_the_schema(store: PostgreSQLJobStore) -> None:
-    assert isinstance(store, SupportsSchema) and isinstance(store, SupportsTestReset)
-    store.register_node("n")
-    assert store.try_lock("l", 10, "n")
-    store.reset_for_tests()
-    assert store.list_nodes() == [] and store.try_lock("l", 10, "other")
-    assert store.apply_schema() == []

@@ -1,18 +1,21 @@
 """Settings of the Hazelcast coordinator, read from ``RATCHET_HAZELCAST_*`` variables.
 
-Standard library only: the plugin's availability check imports this module, and it must
-not pull in the Hazelcast client.
+Read from the node's options (:attr:`ratchet.RatchetOptions.environment`), never from
+``os.environ``, so the availability check and the factory see one configuration. Standard
+library only: the plugin's availability check imports this module, and it must not pull
+in the Hazelcast client.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ratchet import RatchetOptions
 from ratchet.errors import ConfigurationError
 
 __all__ = [
+    "CLUSTER_NAME_VARIABLE",
     "DEFAULT_CLUSTER_NAME",
     "DEFAULT_TOPIC",
     "MEMBERS_VARIABLE",
@@ -21,6 +24,7 @@ __all__ = [
 ]
 
 MEMBERS_VARIABLE = "RATCHET_HAZELCAST_MEMBERS"
+CLUSTER_NAME_VARIABLE = "RATCHET_HAZELCAST_CLUSTER_NAME"
 DEFAULT_CLUSTER_NAME = "dev"
 DEFAULT_TOPIC = "ratchet-wakeup"
 
@@ -59,7 +63,7 @@ def _seconds(environ: Mapping[str, str], name: str, default: float, *, minimum: 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HazelcastSettings:
-    """Everything the plugin factory reads from the environment."""
+    """Everything the plugin factory needs, from the ``RATCHET_HAZELCAST_*`` variables."""
 
     members: tuple[str, ...]
     cluster_name: str = DEFAULT_CLUSTER_NAME
@@ -68,8 +72,14 @@ class HazelcastSettings:
     reconnect_max_seconds: float = 30.0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> HazelcastSettings:
-        env = os.environ if environ is None else environ
+    def from_options(cls, options: RatchetOptions) -> HazelcastSettings:
+        """The settings in ``options.environment``; raises ConfigurationError naming the
+        variable that is missing or invalid."""
+        return cls.from_env(options.environment)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> HazelcastSettings:
+        """The settings in ``env`` (a mapping of ``RATCHET_HAZELCAST_*`` variables)."""
         raw = env.get(MEMBERS_VARIABLE, "")
         if not raw.strip():
             raise ConfigurationError(
@@ -78,8 +88,7 @@ class HazelcastSettings:
             )
         return cls(
             members=parse_members(raw),
-            cluster_name=env.get("RATCHET_HAZELCAST_CLUSTER_NAME", "").strip()
-            or DEFAULT_CLUSTER_NAME,
+            cluster_name=env.get(CLUSTER_NAME_VARIABLE, "").strip() or DEFAULT_CLUSTER_NAME,
             topic=env.get("RATCHET_HAZELCAST_TOPIC", "").strip() or DEFAULT_TOPIC,
             connect_timeout_seconds=_seconds(
                 env, "RATCHET_HAZELCAST_CONNECT_TIMEOUT_SECONDS", 10.0, minimum=0.1

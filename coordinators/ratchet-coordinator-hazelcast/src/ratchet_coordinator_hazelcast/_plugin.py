@@ -3,21 +3,22 @@ the coordinator is chosen."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from ratchet import RatchetOptions
 from ratchet.plugins import CoordinatorPlugin, hookimpl
-from ratchet_coordinator_hazelcast._config import HazelcastSettings
+from ratchet_coordinator_hazelcast._config import MEMBERS_VARIABLE, HazelcastSettings
 
 RANK = 40
 
 
-def availability(_options: Any, _store: Any) -> str | None:
-    """Installed and configured means available: ``RATCHET_HAZELCAST_MEMBERS`` is set.
-    Settings that are set but invalid raise ConfigurationError naming the variable."""
-    if not os.environ.get("RATCHET_HAZELCAST_MEMBERS", "").strip():
-        return "RATCHET_HAZELCAST_MEMBERS is not set"
-    HazelcastSettings.from_env()  # standard library only: checks every RATCHET_HAZELCAST_*
+def availability(options: RatchetOptions, _store: Any) -> str | None:
+    """Installed and configured means available: ``RATCHET_HAZELCAST_MEMBERS`` is set in
+    the node's options. Settings that are set but invalid raise ConfigurationError naming
+    the variable."""
+    if not options.environment.get(MEMBERS_VARIABLE, "").strip():
+        return f"{MEMBERS_VARIABLE} is not set"
+    HazelcastSettings.from_options(options)  # standard library only: checks every variable
     return None
 
 

@@ -22,6 +22,7 @@ from hazelcast.lifecycle import LifecycleState
 from hazelcast.proxy.base import TopicMessage
 from hazelcast.proxy.topic import Topic
 
+from ratchet import RatchetOptions
 from ratchet.spi import BroadcastClusterCoordinator, get_logger
 from ratchet_coordinator_hazelcast._config import (
     DEFAULT_CLUSTER_NAME,
@@ -106,10 +107,11 @@ class HazelcastClusterCoordinator(BroadcastClusterCoordinator):
 
     @classmethod
     def from_environment(
-        cls, _options: Any, _store: Any, node_id: str
+        cls, options: RatchetOptions, _store: Any, node_id: str
     ) -> HazelcastClusterCoordinator:
-        """The plugin factory: reads ``RATCHET_HAZELCAST_*`` (see the package README)."""
-        settings = HazelcastSettings.from_env()
+        """The plugin factory: ``RATCHET_HAZELCAST_*`` from the node's options (see the
+        package README), as :class:`HazelcastSettings` built once here."""
+        settings = HazelcastSettings.from_options(options)
         return cls(
             node_id,
             members=settings.members,

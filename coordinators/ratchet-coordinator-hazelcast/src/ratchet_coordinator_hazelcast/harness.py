@@ -4,49 +4,40 @@ hazelcast``).
 Coordinators run on the real cluster, each harness on a fresh topic. A Hazelcast client
 learns every member's own address from the cluster and reconnects to it directly, so a relay
 in front of the member cannot take the path away; the harness breaks the transport by
-stopping the member for real and restores it by starting it again, with the project's
-service script (``scripts/services down|up hazelcast``, found from the working directory or
-named by ``RATCHET_TEST_SERVICES_SCRIPT``; ``none`` forbids restarts). Without that
-script the transport-failure contract is declared N/A. Raw payloads are published on the
-real topic by a separate client. The worker process of the wakeup contract joins the same
+stopping the member for real and restores it by starting it again, with the script
+certification names (``ratchet-tck certify --services-script scripts/services``, run as
+``SCRIPT down|up hazelcast``; see :mod:`ratchet_tck.coordinator.services`). Without one
+the transport-failure contract is declared N/A. Raw payloads are published on the real
+topic by a separate client. The worker process of the wakeup contract joins the same
 cluster on the harness's own topic.
 
-Reads ``RATCHET_HAZELCAST_MEMBERS``, else ``RATCHET_TEST_HAZELCAST_MEMBERS``, and
-``RATCHET_HAZELCAST_CLUSTER_NAME``.
+Reads the coordinator's own ``RATCHET_HAZELCAST_MEMBERS`` and
+``RATCHET_HAZELCAST_CLUSTER_NAME`` (unless given members). Imported only by the kit
+(``ratchet-tck``, this package's ``tck`` extra), never by the runtime.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from hazelcast.client import HazelcastClient
 from hazelcast.proxy.topic import Topic
 
 from ratchet.spi import ClusterCoordinator
-from ratchet_coordinator_hazelcast._config import DEFAULT_CLUSTER_NAME, parse_members
+from ratchet_coordinator_hazelcast._config import (
+    CLUSTER_NAME_VARIABLE,
+    DEFAULT_CLUSTER_NAME,
+    MEMBERS_VARIABLE,
+    parse_members,
+)
 from ratchet_coordinator_hazelcast.coordinator import HazelcastClusterCoordinator
 from ratchet_tck import Capabilities, CoordinatorHarness, WorkerProcess
+from ratchet_tck.coordinator import run_services_script, services_script
 
 __all__ = ["HazelcastHarness", "services_script"]
-
-
-def services_script() -> Path | None:
-    """The project's ``scripts/services``: the path in ``RATCHET_TEST_SERVICES_SCRIPT``
-    (``none`` forbids restarting servers), else found in the working directory or one of
-    its parents."""
-    named = os.environ.get("RATCHET_TEST_SERVICES_SCRIPT", "").strip()
-    if named:
-        return Path(named) if named.lower() != "none" and Path(named).is_file() else None
-    for base in (Path.cwd(), *Path.cwd().parents):
-        candidate = base / "scripts" / "services"
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def _eventually(check: Callable[[], bool], timeout: float) -> bool:
@@ -69,19 +60,12 @@ class HazelcastHarness(CoordinatorHarness):
     )
 
     def __init__(self, members: str | None = None, cluster_name: str | None = None) -> None:
-        raw = (
-            members
-            or os.environ.get("RATCHET_HAZELCAST_MEMBERS")
-            or os.environ.get("RATCHET_TEST_HAZELCAST_MEMBERS")
-        )
+        raw = members or os.environ.get(MEMBERS_VARIABLE)
         if not raw:
-            raise RuntimeError(
-                "Set RATCHET_HAZELCAST_MEMBERS (or RATCHET_TEST_HAZELCAST_MEMBERS) to the "
-                "cluster's members."
-            )
+            raise RuntimeError(f"Set {MEMBERS_VARIABLE} to the cluster's members.")
         self.members = parse_members(raw)
         self.cluster_name = (
-            cluster_name or os.environ.get("RATCHET_HAZELCAST_CLUSTER_NAME") or DEFAULT_CLUSTER_NAME
+            cluster_name or os.environ.get(CLUSTER_NAME_VARIABLE) or DEFAULT_CLUSTER_NAME
         )
         self.topic = f"ratchet-tck-{uuid.uuid4().hex}"
         self.made: list[HazelcastClusterCoordinator] = []
@@ -104,22 +88,14 @@ class HazelcastHarness(CoordinatorHarness):
     def _live(self) -> list[HazelcastClusterCoordinator]:
         return [c for c in self.made if not c.closed]
 
-    def _services(self, action: str) -> None:
-        script = services_script()
-        if script is None:
-            raise NotImplementedError("no scripts/services to stop and start the member")
-        subprocess.run(
-            [str(script), action, "hazelcast"], check=True, capture_output=True, timeout=300
-        )
-
     def break_transport(self) -> None:
         """Stop the member; returns once every live coordinator has noticed."""
-        self._services("down")
+        run_services_script("down", "hazelcast")
         _eventually(lambda: not any(c.ready for c in self._live()), 30)
 
     def restore_transport(self) -> None:
         """Start the member; returns once every live coordinator is connected again."""
-        self._services("up")
+        run_services_script("up", "hazelcast")
         _eventually(lambda: all(c.ready for c in self._live()), 60)
 
     def inject_raw(self, coordinator: ClusterCoordinator, payload: str) -> None:

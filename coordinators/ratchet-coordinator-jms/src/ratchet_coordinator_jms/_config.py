@@ -1,18 +1,20 @@
 """Settings of the JMS coordinator, read from ``RATCHET_JMS_*`` variables.
 
-Standard library only: the plugin's availability check imports this module, and it must
-not pull in stomp.py.
+Read from the node's options (:attr:`ratchet.RatchetOptions.environment`), never from
+``os.environ``, so the availability check and the factory see one configuration. Standard
+library only: the plugin's availability check imports this module, and it must not pull
+in stomp.py.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
-from ratchet._redact import redact
+from ratchet import RatchetOptions
 from ratchet.errors import ConfigurationError
+from ratchet.spi import redact
 
 __all__ = [
     "DEFAULT_DESTINATION",
@@ -112,7 +114,7 @@ def _seconds(environ: Mapping[str, str], name: str, default: float, *, minimum: 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JmsSettings:
-    """Everything the plugin factory reads from the environment."""
+    """Everything the plugin factory needs, from the ``RATCHET_JMS_*`` variables."""
 
     url: str = field(repr=False)
     destination: str = DEFAULT_DESTINATION
@@ -122,8 +124,14 @@ class JmsSettings:
     reconnect_max_seconds: float = 30.0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> JmsSettings:
-        env = os.environ if environ is None else environ
+    def from_options(cls, options: RatchetOptions) -> JmsSettings:
+        """The settings in ``options.environment``; raises ConfigurationError naming the
+        variable that is missing or invalid."""
+        return cls.from_env(options.environment)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> JmsSettings:
+        """The settings in ``env`` (a mapping of ``RATCHET_JMS_*`` variables)."""
         url = env.get(URL_VARIABLE, "").strip()
         if not url:
             raise ConfigurationError(

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from ratchet import RatchetOptions
 from ratchet.plugins import CoordinatorPlugin, hookimpl
-from ratchet_coordinator_jms._config import JmsSettings
+from ratchet_coordinator_jms._config import URL_VARIABLE, JmsSettings
 
 RANK = 30
 
 
-def availability(_options: Any, _store: Any) -> str | None:
-    """Installed and configured means available: ``RATCHET_JMS_URL`` is set. Settings that
-    are set but invalid raise ConfigurationError naming the variable."""
-    if not os.environ.get("RATCHET_JMS_URL", "").strip():
-        return "RATCHET_JMS_URL is not set"
-    JmsSettings.from_env()  # standard library only: checks every RATCHET_JMS_* variable
+def availability(options: RatchetOptions, _store: Any) -> str | None:
+    """Installed and configured means available: ``RATCHET_JMS_URL`` is set in the node's
+    options. Settings that are set but invalid raise ConfigurationError naming the
+    variable."""
+    if not options.environment.get(URL_VARIABLE, "").strip():
+        return f"{URL_VARIABLE} is not set"
+    JmsSettings.from_options(options)  # standard library only: checks every RATCHET_JMS_*
     return None
 
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import stomp  # type: ignore[import-untyped]  # stomp.py ships no type information
 
-from ratchet._redact import redact
-from ratchet.spi import BroadcastClusterCoordinator, get_logger
+from ratchet import RatchetOptions
+from ratchet.spi import BroadcastClusterCoordinator, get_logger, redact
 from ratchet_coordinator_jms._config import (
     DEFAULT_DESTINATION,
     NODE_HEADER,
@@ -166,9 +166,12 @@ class JmsClusterCoordinator(BroadcastClusterCoordinator):
             )
 
     @classmethod
-    def from_environment(cls, _options: Any, _store: Any, node_id: str) -> JmsClusterCoordinator:
-        """The plugin factory: reads ``RATCHET_JMS_*`` (see the package README)."""
-        settings = JmsSettings.from_env()
+    def from_environment(
+        cls, options: RatchetOptions, _store: Any, node_id: str
+    ) -> JmsClusterCoordinator:
+        """The plugin factory: ``RATCHET_JMS_*`` from the node's options (see the package
+        README), as :class:`JmsSettings` built once here."""
+        settings = JmsSettings.from_options(options)
         return cls(
             settings.url,
             node_id,

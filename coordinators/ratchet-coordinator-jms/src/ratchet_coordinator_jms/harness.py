@@ -8,7 +8,8 @@ connection, found only by missed heart-beats). The shared broker itself is never
 Raw payloads are published on the real topic by a separate STOMP client. The worker process
 of the wakeup contract connects to the broker directly, on the harness's own topic.
 
-Reads ``RATCHET_JMS_URL``, else ``RATCHET_TEST_STOMP_URL``.
+Reads the coordinator's own ``RATCHET_JMS_URL`` (unless given a URL). Imported only by the
+kit (``ratchet-tck``, this package's ``tck`` extra), never by the runtime.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from urllib.parse import urlsplit
 import stomp  # type: ignore[import-untyped]  # stomp.py ships no type information
 
 from ratchet.spi import ClusterCoordinator
-from ratchet_coordinator_jms._config import parse_url
+from ratchet_coordinator_jms._config import URL_VARIABLE, parse_url
 from ratchet_coordinator_jms.coordinator import JmsClusterCoordinator
 from ratchet_tck import Capabilities, CoordinatorHarness, WorkerProcess
 
@@ -140,11 +141,9 @@ class JmsHarness(CoordinatorHarness):
     capabilities = Capabilities(transport_failure=True, raw_injection=True, separate_processes=True)
 
     def __init__(self, url: str | None = None, *, heartbeat_seconds: float = 1.0) -> None:
-        found = url or os.environ.get("RATCHET_JMS_URL") or os.environ.get("RATCHET_TEST_STOMP_URL")
+        found = url or os.environ.get(URL_VARIABLE)
         if not found:
-            raise RuntimeError(
-                "Set RATCHET_JMS_URL (or RATCHET_TEST_STOMP_URL) to the broker's STOMP URL."
-            )
+            raise RuntimeError(f"Set {URL_VARIABLE} to the broker's STOMP URL.")
         self.url = found
         self.address = parse_url(found)
         self.destination = f"/topic/ratchet.tck.{uuid.uuid4().hex}"

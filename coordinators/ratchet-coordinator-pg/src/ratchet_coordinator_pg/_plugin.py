@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ratchet.errors import ConfigurationError
+from ratchet import RatchetOptions
 from ratchet.plugins import CoordinatorPlugin, hookimpl
+from ratchet_coordinator_pg._config import URL_VARIABLE, PostgreSQLSettings
 
-URL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 
-
-def availability(_options: Any, store: Any) -> str | None:
-    """Available when the store is PostgreSQL, or ``RATCHET_PG_COORDINATOR_URL`` is set.
-    A URL of another scheme raises ConfigurationError naming the variable."""
-    url = os.environ.get("RATCHET_PG_COORDINATOR_URL", "").strip()
-    if url:
-        scheme = url.partition("://")[0].lower() if "://" in url else ""
-        if scheme not in URL_SCHEMES:
-            raise ConfigurationError(
-                f"RATCHET_PG_COORDINATOR_URL has scheme {scheme!r}; it must be a "
-                "postgresql:// URL, for example postgresql://user@host/db."
-            )
+def availability(options: RatchetOptions, store: Any) -> str | None:
+    """Available when the store is PostgreSQL, or ``RATCHET_PG_COORDINATOR_URL`` is set in
+    the node's options. A URL of another scheme raises ConfigurationError naming the
+    variable."""
+    if PostgreSQLSettings.from_options(options).url is not None:
         return None
     if uses_store_database(store):
         return None
-    return "the store is not PostgreSQL and RATCHET_PG_COORDINATOR_URL is not set"
+    return f"the store is not PostgreSQL and {URL_VARIABLE} is not set"
 
 
 def uses_store_database(store: Any) -> bool:

@@ -12,7 +12,6 @@ meanwhile are lost.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ratchet._redact import redact
+from ratchet import RatchetOptions
 from ratchet.errors import ConfigurationError
 from ratchet.spi import (
     BroadcastClusterCoordinator,
@@ -28,14 +27,15 @@ from ratchet.spi import (
     SupportsEnqueueHints,
     encode_envelope,
     get_logger,
+    redact,
 )
+from ratchet_coordinator_pg._config import DEFAULT_CHANNEL, PostgreSQLSettings
 from ratchet_coordinator_pg._plugin import uses_store_database
 
 __all__ = ["DEFAULT_CHANNEL", "PostgreSQLClusterCoordinator"]
 
 log = get_logger("ratchet.coordinator.pg")
 
-DEFAULT_CHANNEL = "ratchet_wakeup"
 MAX_PAYLOAD_BYTES = 7999  # PostgreSQL's NOTIFY payload limit is 8000 bytes
 _CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -83,11 +83,15 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
             )
 
     @classmethod
-    def for_store(cls, _options: Any, store: Any, node_id: str) -> PostgreSQLClusterCoordinator:
-        """The plugin factory: ``RATCHET_PG_COORDINATOR_URL`` if set, else the store's own
-        database; channel ``RATCHET_PG_CHANNEL`` (default ``ratchet_wakeup``). Returns at
+    def for_store(
+        cls, options: RatchetOptions, store: Any, node_id: str
+    ) -> PostgreSQLClusterCoordinator:
+        """The plugin factory: ``RATCHET_PG_COORDINATOR_URL`` if set in the node's options,
+        else the store's own database; channel ``RATCHET_PG_CHANNEL`` (default
+        ``ratchet_wakeup``), as :class:`PostgreSQLSettings` built once here. Returns at
         once; the listening connection is made in the background."""
-        url = os.environ.get("RATCHET_PG_COORDINATOR_URL", "").strip()
+        settings = PostgreSQLSettings.from_options(options)
+        url, channel = settings.url, settings.channel
         if not url and not uses_store_database(store):
             described = store.describe() if hasattr(store, "describe") else type(store).__name__
             raise ConfigurationError(
@@ -97,7 +101,6 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
             )
         # The libpq URL form: drop a driver suffix such as "postgresql+psycopg".
         conninfo = "postgresql://" + url.partition("://")[2] if url else store.conninfo
-        channel = os.environ.get("RATCHET_PG_CHANNEL") or DEFAULT_CHANNEL
         coordinator = cls(conninfo, node_id, channel=channel, ready_timeout=0)
         if not url and isinstance(store, SupportsEnqueueHints):
             # Same database: the hint rides in the enqueue's own transaction (delivered at

@@ -3,7 +3,11 @@
 connections with ``pg_terminate_backend`` and blocking new ones; raw payloads are sent with
 ``pg_notify`` from a separate connection. The worker process of the wakeup contract uses
 a SQLite store and reaches the server through ``RATCHET_PG_COORDINATOR_URL``, on the
-harness's own channel. Nothing here restarts the shared server."""
+harness's own channel. Nothing here restarts the shared server.
+
+The server is the coordinator's own setting, ``RATCHET_PG_COORDINATOR_URL`` (unless the
+harness is given a URL). Imported only by the kit (``ratchet-tck``, this package's ``tck``
+extra), never by the runtime."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Any
 import psycopg
 
 from ratchet.spi import ClusterCoordinator
+from ratchet_coordinator_pg._config import URL_VARIABLE
 from ratchet_coordinator_pg.coordinator import PostgreSQLClusterCoordinator
 from ratchet_tck import Capabilities, CoordinatorHarness, WorkerProcess
 from ratchet_tck.coordinator import processed_count, wait_until_processed
@@ -28,11 +33,9 @@ class PostgreSQLHarness(CoordinatorHarness):
     capabilities = Capabilities(transport_failure=True, raw_injection=True, separate_processes=True)
 
     def __init__(self, url: str | None = None) -> None:
-        url = (
-            url
-            or os.environ.get("RATCHET_PG_COORDINATOR_URL")
-            or os.environ["RATCHET_TEST_POSTGRESQL_URL"]
-        )
+        url = url or os.environ.get(URL_VARIABLE)
+        if not url:
+            raise RuntimeError(f"Set {URL_VARIABLE} to the PostgreSQL server's URL.")
         self.conninfo = "postgresql://" + url.partition("://")[2]
         self.channel = f"ratchet_tck_{uuid.uuid4().hex[:16]}"
         self.made: list[PostgreSQLClusterCoordinator] = []

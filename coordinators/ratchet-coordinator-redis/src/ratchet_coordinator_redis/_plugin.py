@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ratchet.errors import ConfigurationError
+from ratchet import RatchetOptions
 from ratchet.plugins import CoordinatorPlugin, hookimpl
+from ratchet_coordinator_redis._config import URL_VARIABLE, RedisSettings
 
-URL_SCHEMES = ("redis", "rediss", "unix")
 
-
-def availability(_options: Any, _store: Any) -> str | None:
-    """Installed and configured means available: ``RATCHET_REDIS_URL`` is set. A URL of
-    another scheme raises ConfigurationError naming the variable."""
-    url = os.environ.get("RATCHET_REDIS_URL", "").strip()
-    if not url:
-        return "RATCHET_REDIS_URL is not set"
-    scheme = url.partition("://")[0].lower() if "://" in url else ""
-    if scheme not in URL_SCHEMES:
-        raise ConfigurationError(
-            f"RATCHET_REDIS_URL has scheme {scheme!r}; it must be a redis://, rediss:// or "
-            "unix:// URL, for example redis://localhost:6379/0."
-        )
+def availability(options: RatchetOptions, _store: Any) -> str | None:
+    """Installed and configured means available: ``RATCHET_REDIS_URL`` is set in the
+    node's options. A URL of another scheme raises ConfigurationError naming the variable."""
+    if not options.environment.get(URL_VARIABLE, "").strip():
+        return f"{URL_VARIABLE} is not set"
+    RedisSettings.from_options(options)  # standard library only: checks the URL
     return None
 
 

@@ -8,21 +8,18 @@ local poller (``resync``), because hints published meanwhile are lost.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 import redis
 
-from ratchet._redact import redact
-from ratchet.errors import ConfigurationError
-from ratchet.spi import BroadcastClusterCoordinator, ReconnectBackoff, get_logger
+from ratchet import RatchetOptions
+from ratchet.spi import BroadcastClusterCoordinator, ReconnectBackoff, get_logger, redact
+from ratchet_coordinator_redis._config import DEFAULT_CHANNEL, RedisSettings
 
 __all__ = ["DEFAULT_CHANNEL", "RedisClusterCoordinator"]
 
 log = get_logger("ratchet.coordinator.redis")
-
-DEFAULT_CHANNEL = "ratchet:wakeup"
 
 
 class RedisClusterCoordinator(BroadcastClusterCoordinator):
@@ -57,21 +54,14 @@ class RedisClusterCoordinator(BroadcastClusterCoordinator):
             )
 
     @classmethod
-    def from_environment(cls, _options: Any, _store: Any, node_id: str) -> RedisClusterCoordinator:
-        """The plugin factory: ``RATCHET_REDIS_URL`` and ``RATCHET_REDIS_CHANNEL``. Returns
-        at once; the subscription is made in the background."""
-        url = os.environ.get("RATCHET_REDIS_URL", "").strip()
-        if not url:
-            raise ConfigurationError(
-                "RATCHET_REDIS_URL is not set; set it to the Redis server's URL, for example "
-                "redis://localhost:6379/0, to use the Redis coordinator."
-            )
-        return cls(
-            url,
-            node_id,
-            channel=os.environ.get("RATCHET_REDIS_CHANNEL") or DEFAULT_CHANNEL,
-            ready_timeout=0,
-        )
+    def from_environment(
+        cls, options: RatchetOptions, _store: Any, node_id: str
+    ) -> RedisClusterCoordinator:
+        """The plugin factory: ``RATCHET_REDIS_URL`` and ``RATCHET_REDIS_CHANNEL`` from the
+        node's options (:class:`RedisSettings`, built once here). Returns at once; the
+        subscription is made in the background."""
+        settings = RedisSettings.from_options(options)
+        return cls(settings.url, node_id, channel=settings.channel, ready_timeout=0)
 
     @property
     def ready(self) -> bool:

@@ -2,36 +2,31 @@
 redis``): coordinators on the real server, a transport broken by restarting the server, raw
 payloads published on the real channel, and a worker process on the harness's own channel.
 
-The restart uses the project's service script (``scripts/services down|up redis``), or the
-one named by ``RATCHET_TEST_SERVICES_SCRIPT``; ``RATCHET_TEST_SERVICES_SCRIPT=none`` forbids
-restarting the shared server, and the transport-failure contracts are then N/A.
+The server is the coordinator's own setting, ``RATCHET_REDIS_URL`` (or the URL the harness
+is given). The restart runs the script certification names (``ratchet-tck certify
+--services-script scripts/services``, see :mod:`ratchet_tck.coordinator.services`) as
+``SCRIPT down|up redis``; without one the transport-failure contracts are N/A. Imported
+only by the kit (``ratchet-tck``, this package's ``tck`` extra), never by the runtime.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 import uuid
-from pathlib import Path
 
 import redis
 
 from ratchet.spi import ClusterCoordinator
+from ratchet_coordinator_redis._config import RedisSettings
 from ratchet_coordinator_redis.coordinator import RedisClusterCoordinator
 from ratchet_tck import Capabilities, CoordinatorHarness, WorkerProcess
-from ratchet_tck.coordinator import processed_count, wait_until_processed
-
-SERVICES = Path(__file__).resolve().parents[4] / "scripts" / "services"
-
-
-def services_script() -> Path | None:
-    """The script that stops and starts Redis: ``RATCHET_TEST_SERVICES_SCRIPT`` (``none``
-    forbids restarts), else the repository's ``scripts/services`` when present."""
-    named = os.environ.get("RATCHET_TEST_SERVICES_SCRIPT", "").strip()
-    if named:
-        return Path(named) if named.lower() != "none" and Path(named).is_file() else None
-    return SERVICES if SERVICES.is_file() else None
+from ratchet_tck.coordinator import (
+    processed_count,
+    run_services_script,
+    services_script,
+    wait_until_processed,
+)
 
 
 class RedisHarness(CoordinatorHarness):
@@ -45,9 +40,7 @@ class RedisHarness(CoordinatorHarness):
     )
 
     def __init__(self, url: str | None = None) -> None:
-        self.url = (
-            url or os.environ.get("RATCHET_REDIS_URL") or os.environ["RATCHET_TEST_REDIS_URL"]
-        )
+        self.url = url or RedisSettings.from_env(os.environ).url
         self.channel = f"ratchet:tck:{uuid.uuid4().hex}"
         self.made: list[RedisClusterCoordinator] = []
 
@@ -56,18 +49,12 @@ class RedisHarness(CoordinatorHarness):
         self.made.append(coordinator)
         return coordinator
 
-    def _services(self, action: str) -> None:
-        script = services_script()
-        if script is None:
-            raise NotImplementedError("no scripts/services to stop and start Redis")
-        subprocess.run([str(script), action, "redis"], check=True, capture_output=True)
-
     def break_transport(self) -> None:
-        """Stop the Redis server (the project's own service script)."""
-        self._services("down")
+        """Stop the Redis server (with the services script certification names)."""
+        run_services_script("down", "redis")
 
     def restore_transport(self) -> None:
-        self._services("up")
+        run_services_script("up", "redis")
         deadline = time.monotonic() + 30
         while not all(c.ready for c in self.made if not c.closed):
             if time.monotonic() > deadline:

@@ -10,9 +10,10 @@ trip, a statement and a commit each, during which the job's slot would sit idle.
   store's ``complete_jobs`` (fenced per row). While a write is in flight new successes
   gather for the next one, so an idle worker writes each success at once, alone, and a
   busy one writes them in batches (group commit), without a timer.
-* A write that fails (the store is unreachable) is retried with backoff while
-  ``keep_trying()`` allows, exactly as the runner retries other outcome writes; a write
-  whose answer was lost is read back row by row.
+* The write itself is the outcome recorder's
+  (:meth:`~ratchet._engine.outcomes.OutcomeRecorder.write_successes`): retried with backoff
+  while the store is unreachable, exactly as single outcome writes are, and read back row
+  by row when an answer was lost. This module only queues and batches.
 * At most ``max_pending`` successes wait; past that, job threads block (backpressure), so
   an outage cannot grow memory, and the worker stops taking new work.
 
@@ -28,54 +29,51 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ratchet._engine.outcome_writes import applied_before, with_retries
 from ratchet._logs import get_logger
-from ratchet._redact import redact
-from ratchet._types import ClaimedJob, Completion, JobStatus
-from ratchet.spi import JobStore
+from ratchet._types import ClaimedJob, Completion
 
-__all__ = ["CompletionWriter"]
+__all__ = ["CompletionWriter", "PendingSuccess", "SuccessWriter"]
 
 log = get_logger("ratchet.worker")
 
-BatchWriter = Callable[[Sequence[Completion]], list[bool]]
-Recorded = Callable[[ClaimedJob, "bool | None"], None]
-
 
 @dataclass(frozen=True, slots=True)
-class _Pending:
+class PendingSuccess:
+    """One success waiting for its write: the claim and what to record for it."""
+
     job: ClaimedJob
     completion: Completion
 
 
-class CompletionWriter:
-    """Batches successes into ``write_batch`` calls on its own thread. Thread-safe.
+SuccessWriter = Callable[[Sequence[PendingSuccess]], "list[bool | None]"]
+"""Writes a batch; one flag per success: recorded, stale (``False``), unknown (``None``)."""
+Recorded = Callable[[ClaimedJob, "bool | None"], None]
 
-    ``on_recorded(job, recorded)`` is called on the writer thread for every success:
-    ``True`` when recorded, ``False`` when the claim was stale, ``None`` when the write
-    was given up (the store stayed unreachable and ``keep_trying()`` said stop).
+
+class CompletionWriter:
+    """Batches successes into ``write`` calls on its own thread. Thread-safe.
+
+    ``write(batch)`` returns one flag per success and ``on_recorded(job, flag)`` is called
+    on the writer thread for each: ``True`` when recorded, ``False`` when the claim was
+    stale, ``None`` when the write was given up (or ``write`` raised).
     """
 
     def __init__(
         self,
-        store: JobStore,
-        write_batch: BatchWriter,
+        write: SuccessWriter,
         *,
         on_recorded: Recorded,
-        keep_trying: Callable[[], bool],
         max_batch: int = 100,
         max_pending: int | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch {max_batch!r} must be at least 1.")
-        self._store = store
-        self._write_batch = write_batch
+        self._write = write
         self._on_recorded = on_recorded
-        self.keep_trying = keep_trying
         self.max_batch = max_batch
         self.max_pending = max_pending or 4 * max_batch
         self._changed = threading.Condition()
-        self._queue: list[_Pending] = []
+        self._queue: list[PendingSuccess] = []
         self._writing = 0
         self._closing = False
         self.writes = 0
@@ -88,7 +86,7 @@ class CompletionWriter:
 
         After :meth:`close` (a job that outlived its worker's drain) the success is written
         at once, in the calling thread."""
-        pending = _Pending(job, completion)
+        pending = PendingSuccess(job, completion)
         with self._changed:
             self._changed.wait_for(
                 lambda: len(self._queue) + self._writing < self.max_pending or self._closing
@@ -151,43 +149,3 @@ class CompletionWriter:
             self._on_recorded(job, recorded)
         except Exception:
             log.exception("Handling the recorded outcome of job %s failed.", job.id)
-
-    def _write(self, batch: list[_Pending]) -> list[bool | None]:
-        """The batch's flags, retrying while the store is unreachable; ``None`` flags when
-        given up. After a failure, rows reported unchanged are read back: a write whose
-        answer was lost may have been applied."""
-        completions = [pending.completion for pending in batch]
-
-        def write() -> list[bool]:
-            flags = self._write_batch(completions)
-            if len(flags) != len(batch):
-                raise RuntimeError(
-                    f"The store's complete_jobs returned {len(flags)} flags for "
-                    f"{len(batch)} completions; it must return one per completion."
-                )
-            return flags
-
-        try:
-            flags, failures = with_retries(
-                write, keep_trying=self.keep_trying, what=f"the outcome of {len(batch)} job(s)"
-            )
-        except Exception as exc:
-            log.error(
-                "Gave up recording %d success(es) (%s); their jobs stay RUNNING until "
-                "recovered and then run again.",
-                len(batch),
-                redact(f"{type(exc).__name__}: {exc}"),
-            )
-            return [None] * len(batch)
-        if not failures:
-            return list(flags)
-        return [
-            True if flag else self._applied_before(pending.job)
-            for pending, flag in zip(batch, flags, strict=True)
-        ]
-
-    def _applied_before(self, job: ClaimedJob) -> bool | None:
-        try:
-            return applied_before(self._store, job, JobStatus.SUCCEEDED)
-        except Exception:
-            return None  # unknown: the claim stays as it is until recovered

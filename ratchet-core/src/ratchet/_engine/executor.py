@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ratchet._engine.failure_text import summarize_failure
 from ratchet._engine.loop_watchdog import LoopWatchdog
-from ratchet._engine.runner import JobRunner, summarize_failure
+from ratchet._engine.runner import JobRunner
 from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob
@@ -135,13 +136,14 @@ class JobExecutor:
         started = time.monotonic()
         future: concurrent.futures.Future[Any]
         try:
-            if self.runner.is_async(job):
+            target = self.runner.resolve(job)  # once per run: it decides pool or loop
+            if target.is_async:
                 loop = self._event_loop()
                 with self._changed:
                     self._on_loop.add(key)
-                future = asyncio.run_coroutine_threadsafe(self.runner.run_async(job), loop)
+                future = asyncio.run_coroutine_threadsafe(self.runner.run_async(job, target), loop)
             else:
-                future = self._pool.submit(self.runner.run_sync, job)
+                future = self._pool.submit(self.runner.run_sync, job, target)
         except BaseException as exc:  # defensive: a job that cannot start is its failure
             log.error(
                 "Could not start job %s (%s): %s",

@@ -7,20 +7,18 @@ told not to) for the retries of its own jobs that come due within the timeout.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from ratchet._engine.runner import Outcome
+from ratchet._engine.node import NodeContext
+from ratchet._engine.outcomes import Outcome
 from ratchet._engine.worker import Worker
 from ratchet._types import JobStatus
-
-if TYPE_CHECKING:
-    from ratchet._app import Ratchet
+from ratchet.spi import JobStore
 
 __all__ = ["run_until_idle"]
 
 
 def run_until_idle(
-    app: Ratchet,
+    context: NodeContext,
     *,
     timeout: float | None,
     concurrency: int | None,
@@ -36,7 +34,7 @@ def run_until_idle(
     Returns how many jobs were claimed. Raises TimeoutError after ``timeout`` seconds;
     jobs still running then are released back to PENDING.
     """
-    worker = Worker(app, concurrency=concurrency)
+    worker = Worker(context, concurrency=concurrency)
     retried: set[str] = set()  # ids of the jobs it ran whose retry may be pending
 
     def note_retry(outcome: Outcome) -> None:
@@ -55,7 +53,7 @@ def run_until_idle(
                 worker.flush_outcomes()
                 if worker.executor.completed != finished_before:
                     continue  # something finished meanwhile and may have scheduled a retry
-                pause = _until_next_retry(app, retried, deadline)
+                pause = _until_next_retry(context.store, retried, deadline)
                 if pause is None:
                     worker.raise_if_crashed()  # its heartbeat died: it stopped claiming
                     return worker.stats.claimed
@@ -74,15 +72,15 @@ def run_until_idle(
         worker.stop()
 
 
-def _until_next_retry(app: Ratchet, retried: set[str], deadline: float | None) -> float | None:
+def _until_next_retry(store: JobStore, retried: set[str], deadline: float | None) -> float | None:
     """Seconds until the next pending retry among ``retried`` that is due before
     ``deadline`` (forgetting the others), or ``None`` when there is none."""
     if not retried:
         return None
-    now = app.store.database_time()
+    now = store.database_time()
     waits = []
     for job_id in list(retried):
-        job = app.store.get_job(job_id)
+        job = store.get_job(job_id)
         if job is None or job.status is not JobStatus.PENDING:
             retried.discard(job_id)  # it ran again, or was canceled or deleted
             continue

@@ -8,16 +8,16 @@ business key, so a new instant waits while the previous one is still pending or 
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from ratchet._cron import CronSchedule, parse_misfire
+from ratchet._engine.node import NodeContext
 from ratchet._logs import get_logger
+from ratchet._redact import redact
 from ratchet._types import NewJob, RecurringDefinition
 from ratchet._uuid import new_job_id
-
-if TYPE_CHECKING:
-    from ratchet._app import Ratchet
 
 __all__ = ["FIRE_TIME_PARAM", "RecurringScheduler"]
 
@@ -31,23 +31,53 @@ FIRE_TIME_PARAM = "ratchet.fire_time"
 class RecurringScheduler:
     """One tick fires what is due and says how long to sleep until the next instant."""
 
-    def __init__(self, app: Ratchet, *, max_sleep: float) -> None:
-        self.app = app
-        self.store = app.store
-        self.node_id = app.node_id
+    def __init__(self, context: NodeContext, *, max_sleep: float) -> None:
+        self.context = context
+        self.store = context.store
+        self.node_id = context.node_id
         self.max_sleep = max_sleep
         self.fired = 0
         # Schedules that failed at the last pass, by id, with what they held then: each
         # failure is logged once, not at every pass (see _cannot_schedule).
         self._failing: dict[str, tuple[str, str, str]] = {}
 
+    def run(
+        self,
+        stop: threading.Event,
+        wake: threading.Event,
+        *,
+        on_store_error: Callable[[str, Exception, float], None],
+    ) -> None:
+        """The loop of the ``ratchet-recurring`` thread until ``stop`` is set: save the
+        definitions, then tick, sleeping until the next instant or until ``wake`` is set
+        (the schedules changed). Store failures go to ``on_store_error`` and are retried;
+        the scheduler lock is released at the end."""
+        try:
+            self.sync_definitions()
+        except Exception as exc:
+            on_store_error("save recurring schedules", exc, 1.0)
+        while not stop.is_set():
+            try:
+                delay = self.tick()
+            except Exception as exc:
+                delay = min(self.context.options.recurring_poll_max_seconds, 5.0)
+                on_store_error("schedule recurring jobs", exc, delay)
+            # A fire instant is rarely exactly on time; wake a little late, never early.
+            wake.wait(delay + 0.001)
+            wake.clear()
+        try:
+            self.release()
+        except Exception as exc:
+            log.debug("Could not release the recurring scheduler lock: %s", redact(str(exc)))
+
     def sync_definitions(self) -> None:
         """Save this application's ``@app.recurring`` definitions and, under a start-up
         lease (one node), remove decorator definitions whose decorator is gone."""
-        known = {d.id for d in self.app.recurring_definitions}
-        for definition in self.app.recurring_definitions:
+        definitions = self.context.recurring_definitions()
+        known = {d.id for d in definitions}
+        for definition in definitions:
             self.store.save_recurring(definition)
-        if not self.app.startup.try_acquire(CLEANUP_ACTION, 60.0):
+        if not self.context.startup.try_acquire(CLEANUP_ACTION, 60.0):
             return
         try:
             for stale in self.store.list_recurring():
@@ -61,7 +91,7 @@ class RecurringScheduler:
                         canceled,
                     )
         finally:
-            self.app.startup.release(CLEANUP_ACTION)
+            self.context.startup.release(CLEANUP_ACTION)
 
     def tick(self) -> float:
         """Fire due instants; return seconds until the next one (capped at ``max_sleep``)."""
@@ -152,4 +182,4 @@ class RecurringScheduler:
         if self.store.enqueue_recurring_fire(job, fire_time=fire_time.astimezone(UTC)):
             self.fired += 1
             log.debug("Recurring job %r fired for %s.", definition.id, fire_time)
-            self.app._wake_local()
+            self.context.wakeups.wake()

@@ -1,4 +1,9 @@
-"""A worker: the poller, heartbeat and maintenance threads around one executor.
+"""A worker: the poller, heartbeat, maintenance and recurring threads around one executor.
+
+This module is the lifecycle and the claiming; the loops of the other threads live with
+what they do (:mod:`~ratchet._engine.heartbeat`, :mod:`~ratchet._engine.maintenance`,
+:mod:`~ratchet._engine.recurring`), and outcomes are written by the
+:class:`~ratchet._engine.outcomes.OutcomeRecorder`.
 
 Lifecycle: :meth:`Worker.start` registers the node, takes back this node's own claims
 left by a previous run, then starts the threads. :meth:`Worker.stop` drains in order:
@@ -11,45 +16,33 @@ anything but a store failure stops the worker the same way (see
 
 from __future__ import annotations
 
-import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ratchet._config import check_option
-from ratchet._engine.archiver import Archiver
-from ratchet._engine.completions import CompletionWriter
 from ratchet._engine.executor import JobExecutor
-from ratchet._engine.heartbeat import heartbeat_interval, retry_delay
+from ratchet._engine.heartbeat import Heartbeat
+from ratchet._engine.maintenance import Maintenance
+from ratchet._engine.node import NodeContext
 from ratchet._engine.node_guard import RegistrationWatch, refuse_live_duplicate
-from ratchet._engine.outcome_writes import with_retries
+from ratchet._engine.outcomes import Outcome, OutcomeRecorder
 from ratchet._engine.polling import AdaptivePolling
 from ratchet._engine.prefetch import ReadyQueue
 from ratchet._engine.recurring import RecurringScheduler
-from ratchet._engine.runner import JobRunner, Outcome
+from ratchet._engine.runner import JobRunner
 from ratchet._engine.threads import crash_error, guarded
 from ratchet._logs import get_logger
-from ratchet._messages import (
-    CRASH_LIMIT_MESSAGE,
-    DRAIN_RELEASED_MESSAGE,
-    STALE_EXECUTION_MESSAGE,
-)
+from ratchet._messages import DRAIN_RELEASED_MESSAGE
 from ratchet._redact import redact
-from ratchet._types import ClaimedJob, OrphanRecovery
+from ratchet._types import ClaimedJob, NodeInfo, OrphanRecovery
 from ratchet.errors import WorkerCrashedError
-from ratchet.spi import SupportsBatchCompletion
-
-if TYPE_CHECKING:
-    from ratchet._app import Ratchet
+from ratchet.spi import JobStore, SupportsBatchCompletion
 
 __all__ = ["Worker", "WorkerStats"]
 
 log = get_logger("ratchet.worker")
-
-ORPHAN_SCAN_LOCK = "ratchet:orphan-recovery"
-ORPHAN_SCAN_LIMIT = 500
 
 
 @dataclass
@@ -66,14 +59,13 @@ class WorkerStats:
 
 
 class Worker:
-    """Claims and runs jobs for one :class:`~ratchet.Ratchet` application."""
+    """Claims and runs jobs for one node of an application (``app.worker()`` makes one)."""
 
-    def __init__(self, app: Ratchet, *, concurrency: int | None = None) -> None:
-        options = app.options
-        self.app = app
-        self.store = app.store
-        self.heartbeat_store = app.store  # replaced by a companion instance in start()
-        self.node_id = app.node_id
+    def __init__(self, context: NodeContext, *, concurrency: int | None = None) -> None:
+        options = context.options
+        self.context = context
+        self.store = context.store
+        self.node_id = context.node_id
         self.options = options
         self.concurrency: int = check_option(
             "concurrency",
@@ -84,18 +76,27 @@ class Worker:
         self.polling = AdaptivePolling(
             burst=options.poll_burst_seconds, idle_max=options.poll_idle_max_seconds
         )
-        self.runner = JobRunner(
-            store=app.store,
-            registry=app.registry,
-            class_policy=app.class_policy,
-            retry_policy=app.retry_policy,
+        # Its store is replaced by a companion instance in start().
+        self.heartbeat = Heartbeat(
+            context.store,
+            context.node_id,
+            options,
+            busy_fraction=lambda: 1 - self.executor.free_slots() / self.concurrency,
+            taken_over=self._taken_over,
+        )
+        self.recorder = OutcomeRecorder(
+            context.store,
+            keep_trying=self.heartbeat.holds_claims,
             on_stale=self._count_stale,
-            keep_trying=self._outcome_writes_may_retry,
+            on_background_success=self._count_background_success,
+        )
+        self.runner = JobRunner(
+            recorder=self.recorder,
+            registry=context.registry,
+            class_policy=context.class_policy,
+            retry_policy=context.retry_policy,
             max_result_bytes=options.max_result_bytes,
         )
-        # Successes are written in the background, many per write, where the store can
-        # (the writer thread starts with the worker).
-        self.completions: CompletionWriter | None = None
         self.ready = ReadyQueue(
             concurrency=self.concurrency,
             prefetch_seconds=options.prefetch_seconds,
@@ -109,16 +110,14 @@ class Worker:
         )
         self._wake = threading.Event()
         self._recurring_wake = threading.Event()
-        self.archiver = Archiver(app.store, options, app.node_id)
-        self.recurring = RecurringScheduler(app, max_sleep=options.recurring_poll_max_seconds)
+        self.maintenance = Maintenance(context, on_store_error=self._store_error)
+        self.recurring = RecurringScheduler(context, max_sleep=options.recurring_poll_max_seconds)
         self._claiming = threading.Event()
         self._stop_timers = threading.Event()
-        self._stop_heartbeat = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._last_heartbeat_ok = time.monotonic()
         self._last_poll_full = False
         self._started = False
-        self._registration = RegistrationWatch(app.node_id)
+        self._registration = RegistrationWatch(context.node_id)
         self.superseded = False
         """True once another process registered this node id (this worker then stops
         claiming and heartbeating, and leaves the id's claims and record alone)."""
@@ -146,34 +145,29 @@ class Worker:
         self._started = True
         # Heartbeats use their own connection where the store allows, so a busy pool or
         # a long claim never delays them.
-        self.heartbeat_store = self.app.companion_store()
+        self.heartbeat.store = self.context.open_companion_store()
+        # Successes are written in the background, many per write, where the store can.
         store = self.store
         if self.options.completion_batch_size > 1 and isinstance(store, SupportsBatchCompletion):
-            self.completions = CompletionWriter(
-                store,
-                store.complete_jobs,
-                on_recorded=self._success_recorded,
-                keep_trying=self._outcome_writes_may_retry,
-                max_batch=self.options.completion_batch_size,
+            self.recorder.batch_successes(
+                store.complete_jobs, max_batch=self.options.completion_batch_size
             )
-            self.runner.completions = self.completions
         self.store.register_node(self.node_id)
         self._registration.registered(self.store.list_nodes())
-        self._last_heartbeat_ok = time.monotonic()
-        self._fail_exhausted(
-            self.store.recover_node_claims(
-                self.node_id,
-                max_crash_redeliveries=self.options.max_crash_redeliveries,
-                limit=ORPHAN_SCAN_LIMIT,
-            )
-        )
+        self.heartbeat.beat_recorded()
+        self.maintenance.recover_own_claims()
         self._claiming.set()
-        self._spawn("ratchet-heartbeat", self._heartbeat_loop)
+        self._spawn("ratchet-heartbeat", self.heartbeat.run)
         if poll:
             self._spawn("ratchet-poller", self._poll_loop)
-            self._spawn("ratchet-maintenance", self._maintenance_loop)
-            self._spawn("ratchet-recurring", self._recurring_loop)
-        self.app._attach(self)
+            self._spawn("ratchet-maintenance", lambda: self.maintenance.run(self._stop_timers))
+            self._spawn(
+                "ratchet-recurring",
+                lambda: self.recurring.run(
+                    self._stop_timers, self._recurring_wake, on_store_error=self._store_error
+                ),
+            )
+        self.context.wakeups.attach(self)
         log.info(
             "Ratchet worker %s started on %s with concurrency %d.",
             self.node_id,
@@ -242,7 +236,7 @@ class Worker:
                 released,
             )
             self.executor.cancel_running()  # 5. interrupt what can be interrupted
-        self._stop_heartbeat.set()  # 6. stop the heartbeat
+        self.heartbeat.stop()  # 6. stop the heartbeat
         for thread in self._threads:
             thread.join()
         try:  # leave the node list; a job still running is recovered after the grace
@@ -250,12 +244,11 @@ class Worker:
                 self.store.remove_nodes([self.node_id])
         except Exception as exc:
             log.debug("Could not deregister node %s: %s", self.node_id, redact(str(exc)))
-        self.app._detach(self)  # 7. release resources
-        if self.completions is not None:
-            self.completions.close(timeout=1.0)
+        self.context.wakeups.detach(self)  # 7. release resources
+        self.recorder.close(timeout=1.0)
         self.executor.shutdown()
-        if self.heartbeat_store is not self.store:
-            self.heartbeat_store.close()
+        if self.heartbeat.store is not self.store:
+            self.heartbeat.store.close()
         log.info("Ratchet worker %s stopped.", self.node_id)
 
     def stop_waiting(self) -> None:
@@ -307,7 +300,7 @@ class Worker:
     def claim_once(self) -> list[ClaimedJob]:
         """Claim due jobs for the free slots, plus what short jobs may claim ahead (see
         :mod:`ratchet._engine.prefetch`), up to the batch size; start what fits."""
-        if not self._claiming.is_set() or self._heartbeat_lost():
+        if not self._claiming.is_set() or self.heartbeat.lost():
             return []
         limit = min(self._room(), self.options.claim_batch_size)
         if limit <= 0:
@@ -364,18 +357,7 @@ class Worker:
         nodes recover it, with no charge since its start was not recorded)."""
         if job.start_recorded or not job.redeliveries:
             return True
-        try:
-            recorded, _failures = with_retries(
-                lambda: self.store.mark_started(job.id, job.claim_seq),
-                keep_trying=self._outcome_writes_may_retry,
-                what=f"the start of job {job.id}",
-            )
-        except Exception as exc:
-            log.warning("Could not record the start of job %s: %s", job.id, redact(str(exc)))
-            return False
-        if not recorded:
-            log.info("Job %s lost its claim %d before it started.", job.id, job.claim_seq)
-        return recorded
+        return self.recorder.record_start(job)
 
     def _poll_loop(self) -> None:
         while not self._stop_timers.is_set():
@@ -428,95 +410,33 @@ class Worker:
             self.on_outcome(outcome)
         # The freed slot takes the next claimed-ahead job, unless this node is draining
         # or may already have lost its claims to recovery.
-        if self._claiming.is_set() and not self._heartbeat_lost():
+        if self._claiming.is_set() and not self.heartbeat.lost():
             self._start_ready()
         # A full batch means more work is probably waiting: claim again once half the
         # room is free (see _wait_for_low_water).
         if self._last_poll_full and self._room() >= self._low_water():
             self._wake.set()
 
-    def _outcome_writes_may_retry(self) -> bool:
-        """While heartbeats hold this node's claims nobody else will recover them, so a
-        failed outcome write is worth retrying; past the grace (or once the heartbeat has
-        stopped) other nodes take the jobs back and the write would be stale anyway."""
-        return not self._stop_heartbeat.is_set() and not self._heartbeat_lost()
-
-    def _success_recorded(self, job: ClaimedJob, recorded: bool | None) -> None:
-        if recorded:
-            self.stats.succeeded += 1
-        elif recorded is False:
-            self.runner.stale_success(job)
-
     def flush_outcomes(self, timeout: float | None = None) -> bool:
         """Wait until every finished job's outcome is written; ``False`` on timeout."""
-        return self.completions is None or self.completions.flush(timeout)
+        return self.recorder.flush(timeout)
+
+    def _count_background_success(self, _job: ClaimedJob) -> None:
+        self.stats.succeeded += 1
 
     def _count_stale(self, _job: ClaimedJob) -> None:
         self.stats.stale_outcomes += 1
 
-    # -- recurring -----------------------------------------------------------------------
+    # -- heartbeat and maintenance -------------------------------------------------------
 
-    def _recurring_loop(self) -> None:
-        try:
-            self.recurring.sync_definitions()
-        except Exception as exc:
-            self._store_error("save recurring schedules", exc, 1.0)
-        while not self._stop_timers.is_set():
-            try:
-                delay = self.recurring.tick()
-            except Exception as exc:
-                delay = min(self.options.recurring_poll_max_seconds, 5.0)
-                self._store_error("schedule recurring jobs", exc, delay)
-            # A fire instant is rarely exactly on time; wake a little late, never early.
-            self._recurring_wake.wait(delay + 0.001)
-            self._recurring_wake.clear()
-        try:
-            self.recurring.release()
-        except Exception as exc:
-            log.debug("Could not release the recurring scheduler lock: %s", redact(str(exc)))
+    @property
+    def heartbeat_store(self) -> JobStore:
+        """The store instance the heartbeats use (its own connection, once started)."""
+        return self.heartbeat.store
 
-    # -- heartbeat -----------------------------------------------------------------------
-
-    def _heartbeat_lost(self) -> bool:
-        """True once heartbeats have failed for longer than the orphan grace: other nodes
-        may already be recovering this node's jobs, so it must stop claiming."""
-        silent = time.monotonic() - self._last_heartbeat_ok
-        return silent > self.options.orphan_grace_seconds
-
-    def _heartbeat_loop(self) -> None:
-        options = self.options
-        grace = options.orphan_grace_seconds
-        delay = self._next_heartbeat_interval()
-        failing = False
-        while not self._stop_heartbeat.wait(delay):
-            try:
-                self.heartbeat_store.heartbeat(self.node_id)
-                self._last_heartbeat_ok = time.monotonic()
-                if self._taken_over():
-                    return
-                if failing:
-                    log.info("Heartbeats of node %s succeed again.", self.node_id)
-                failing = False
-                delay = self._next_heartbeat_interval()
-            except Exception as exc:
-                delay = retry_delay(delay if failing else 0.05, grace, random.uniform(0.9, 1.1))
-                if not failing:
-                    log.warning(
-                        "Heartbeat of node %s failed (%s); retrying. Past %.3g s of silence "
-                        "this node stops claiming.",
-                        self.node_id,
-                        redact(str(exc)),
-                        grace,
-                    )
-                failing = True
-
-    def _taken_over(self) -> bool:
+    def _taken_over(self, nodes: Sequence[NodeInfo]) -> bool:
         """After a heartbeat: whether another process registered this node id since this
-        worker did. If so, log an error and stop claiming; the caller stops heartbeating."""
-        try:
-            nodes = self.heartbeat_store.list_nodes()
-        except Exception:
-            return False  # judged at the next heartbeat
+        worker did. If so, log an error and stop claiming; the heartbeat loop then ends."""
         if not self._registration.taken_over(nodes):
             return False
         log.error("%s", self._registration.message())
@@ -524,91 +444,9 @@ class Worker:
         self._claiming.clear()
         return True
 
-    def _next_heartbeat_interval(self) -> float:
-        busy = 1 - self.executor.free_slots() / self.concurrency
-        try:
-            nodes = len(self.heartbeat_store.list_nodes())
-        except Exception:
-            nodes = 1
-        return heartbeat_interval(
-            self.options.heartbeat_interval_seconds,
-            self.options.orphan_grace_seconds,
-            active_nodes=nodes,
-            busy_fraction=busy,
-        )
-
-    # -- maintenance ---------------------------------------------------------------------
-
-    def _maintenance_loop(self) -> None:
-        """Orphan scans every interval (desynchronised between nodes) and the archiver at
-        its cron instants."""
-        interval = self.options.orphan_scan_interval_minutes * 60.0
-        next_scan = time.monotonic() + interval * random.uniform(0.5, 1.0)
-        while True:
-            wait = next_scan - time.monotonic()
-            try:
-                until_archive = self.archiver.seconds_until_due(self.store.database_time())
-            except Exception:
-                until_archive = None
-            if until_archive is not None:
-                wait = min(wait, until_archive + 0.001)
-            if self._stop_timers.wait(max(wait, 0.0)):
-                return
-            if time.monotonic() >= next_scan:
-                next_scan = time.monotonic() + interval * random.uniform(0.9, 1.1)
-                try:
-                    self.scan_orphans()
-                except Exception as exc:
-                    self._store_error("scan for orphaned jobs", exc, interval)
-            try:
-                if self.archiver.due(self.store.database_time()):
-                    self.archiver.run()
-            except Exception as exc:
-                self._store_error("archive finished jobs", exc, interval)
-
     def scan_orphans(self) -> OrphanRecovery | None:
         """One orphan scan under the cluster-wide lock; ``None`` when another node holds it."""
-        interval = self.options.orphan_scan_interval_minutes * 60.0
-        if not self.store.try_lock(ORPHAN_SCAN_LOCK, max(interval, 1.0) * 2, self.node_id):
-            return None
-        try:
-            grace = self.options.orphan_grace_seconds
-            recovery = self.store.recover_orphans(
-                grace_seconds=grace,
-                max_crash_redeliveries=self.options.max_crash_redeliveries,
-                limit=ORPHAN_SCAN_LIMIT,
-            )
-            self._fail_exhausted(recovery)
-            self.store.close_stale_executions(
-                grace_seconds=grace, message=STALE_EXECUTION_MESSAGE, limit=ORPHAN_SCAN_LIMIT
-            )
-            stale = self.store.list_stale_nodes(grace)
-            if stale:
-                self.store.remove_nodes([node.node_id for node in stale])
-            if recovery.reset:
-                log.warning("Orphan recovery returned %d job(s) to the queue.", recovery.reset)
-                self.app._wake_local()
-            return recovery
-        finally:
-            self.store.release_lock(ORPHAN_SCAN_LOCK, self.node_id)
-
-    def _fail_exhausted(self, recovery: OrphanRecovery) -> None:
-        for job_id, claim_seq in recovery.exhausted:
-            job = self.store.get_job(job_id)
-            count = job.crash_count if job is not None else self.options.max_crash_redeliveries
-            if self.store.fail_job(
-                job_id,
-                claim_seq,
-                error=CRASH_LIMIT_MESSAGE.format(count=count),
-                count_attempt=False,  # no attempt finished: every run ended in a crash
-            ):
-                log.error(
-                    "Job %s crashed its node %d times; moved to the dead-letter queue.",
-                    job_id,
-                    count,
-                )
-        if recovery.reset:
-            self.app._wake_local()
+        return self.maintenance.scan_orphans()
 
     # -- errors --------------------------------------------------------------------------
 

@@ -14,6 +14,11 @@ module implementing one or both hooks::
         return [JobStorePlugin(name="postgresql", url_schemes=("postgresql",),
                                factory="ratchet_store_postgresql.store:PostgreSQLJobStore.from_url",
                                package="ratchet-store-postgresql")]
+
+Code can register a plugin too, a module or an object whose methods carry ``@hookimpl``
+(:meth:`PluginRegistry.register`); lookups call the hooks through pluggy, so it counts
+exactly like an entry point. A plugin imports only public modules: :mod:`ratchet.spi`,
+:mod:`ratchet`, :mod:`ratchet.errors` and this package.
 """
 
 from __future__ import annotations

@@ -22,7 +22,10 @@ class JobStorePlugin:
     embedded file) must raise :class:`~ratchet.errors.StoreNotFoundError` instead, naming
     where it looked. ``schema``, when
     set, names a callable ``() -> str`` returning the store's DDL without connecting
-    (``ratchet schema show NAME``).
+    (``ratchet schema show NAME``). ``tck_harness`` optionally names a
+    ``ratchet_tck.StoreHarness`` subclass, built with the store URL, that ``ratchet-tck
+    certify --store`` uses for the contracts needing more than the store (an application
+    transaction, a blank database, dropped connections); without one they are N/A there.
     """
 
     name: str
@@ -31,6 +34,7 @@ class JobStorePlugin:
     package: str
     description: str = ""
     schema: str | None = None
+    tck_harness: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -45,12 +49,16 @@ class CoordinatorPlugin:
     it cannot, saying what to set (``"RATCHET_REDIS_URL is not set; set it to …"``); it
     must raise :class:`~ratchet.errors.ConfigurationError` for settings that are present
     but invalid. When ``availability`` returns ``None`` the factory must not fail on
-    configuration. A coordinator named by ``RATCHET_COORDINATOR`` whose availability
+    configuration. Both must read the coordinator's settings from ``options.environment``
+    (the ``RATCHET_*`` variables read once with the options), never from ``os.environ``, so
+    they agree. A coordinator named by ``RATCHET_COORDINATOR`` whose availability
     gives a reason makes ``Ratchet()`` raise ConfigurationError with it.
     Among several available coordinators the lowest ``rank`` wins unless
     ``RATCHET_COORDINATOR`` names one. ``tck_harness`` optionally names a
     ``ratchet_tck.CoordinatorHarness`` subclass (with a ``capabilities`` attribute) that
-    ``ratchet-tck certify --coordinator`` uses for full failure testing.
+    ``ratchet-tck certify --coordinator`` uses for full failure testing; only the kit
+    imports it, so the package declares ``ratchet-tck`` as an extra (``tck``), never as a
+    dependency.
     """
 
     name: str

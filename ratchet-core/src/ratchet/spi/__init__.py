@@ -4,10 +4,24 @@ Stores implement :class:`JobStore` (all of its parts); coordinators implement
 :class:`ClusterCoordinator`. Policies are small objects the application passes to
 :class:`ratchet.Ratchet`. The conformance kit ``ratchet-tck`` checks each documented
 guarantee.
+
+Plugins import from here, from :mod:`ratchet`, :mod:`ratchet.errors` and
+:mod:`ratchet.plugins`, and never from a private ``ratchet._*`` module (a ruff
+``banned-api`` rule enforces it for the first-party plugins; see CONTRIBUTING.md). Besides
+the contracts, this module is the public SPI for what plugins share with the engine, as
+stable as the contracts themselves:
+
+- the value types a store reads and writes (:class:`NewJob`, :class:`Job`,
+  :class:`ClaimedJob`, …) and the execution messages stores write (``*_MESSAGE``);
+- :func:`get_logger` (every ``ratchet.*`` logger: secrets masked), :func:`redact` (for a
+  URL or driver message in an error), :func:`resolve_reference` (a plugin record's
+  ``module:qualname`` strings), :func:`new_job_id`, :class:`RowDecoder` and
+  :func:`lenient_json` (SQL rows to value types).
 """
 
 from __future__ import annotations
 
+from ratchet._imports import resolve_reference
 from ratchet._logs import get_logger
 from ratchet._messages import (
     CRASH_LIMIT_MESSAGE,
@@ -16,6 +30,7 @@ from ratchet._messages import (
     STALE_EXECUTION_MESSAGE,
     UNSTARTED_RECOVERED_MESSAGE,
 )
+from ratchet._redact import redact
 from ratchet._types import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
@@ -49,20 +64,12 @@ from ratchet.spi._capabilities import (
     SupportsTestReset,
     SupportsTransactionalEnqueue,
 )
+from ratchet.spi._class_policy import ClassPolicy, ModuleAllowlistClassPolicy
+from ratchet.spi._coordinator import ClusterCoordinator, NoOpClusterCoordinator, WakeupHint
+from ratchet.spi._identity import DefaultNodeIdentityProvider, NodeIdentityProvider
+from ratchet.spi._retry_policy import DefaultRetryPolicy, RetryPolicy
 from ratchet.spi._rows import RowDecoder, lenient_json
-from ratchet.spi._runtime import (
-    ClassPolicy,
-    ClusterCoordinator,
-    DefaultNodeIdentityProvider,
-    DefaultRetryPolicy,
-    ModuleAllowlistClassPolicy,
-    NodeIdentityProvider,
-    NoOpClusterCoordinator,
-    RetryPolicy,
-    StartupCoordinator,
-    StoreStartupCoordinator,
-    WakeupHint,
-)
+from ratchet.spi._startup import StartupCoordinator, StoreStartupCoordinator
 from ratchet.spi._store import (
     ArchiveStore,
     ExecutionLog,
@@ -129,4 +136,6 @@ __all__ = [
     "get_logger",
     "lenient_json",
     "new_job_id",
+    "redact",
+    "resolve_reference",
 ]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ratchet._logs import get_logger
-from ratchet.spi._runtime import ClusterCoordinator, WakeupHint
+from ratchet.spi._coordinator import ClusterCoordinator, WakeupHint
 
 __all__ = [
     "ENVELOPE_VERSION",

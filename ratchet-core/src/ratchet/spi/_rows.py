@@ -44,7 +44,8 @@ Row = Sequence[Any]
 
 def lenient_json(stored: str, fallback: Any) -> Any:
     """Decode stored JSON for reading; unreadable arguments must not break listings
-    (running such a job fails it with the decoding error instead)."""
+    (running such a job fails it with the decoding error instead). Public SPI, as
+    :func:`ratchet.spi.lenient_json`."""
     try:
         value = json.loads(stored)
     except ValueError:
@@ -72,7 +73,7 @@ class RowDecoder:
     ``time`` turns a stored time into an aware UTC datetime; ``text`` a stored id or key
     into ``str`` (MySQL returns ``VARBINARY`` as bytes); ``tags`` and ``params`` decode
     those columns (JSON text by default; PostgreSQL's driver already returns a list and a
-    dict).
+    dict). Public SPI, as :class:`ratchet.spi.RowDecoder`.
     """
 
     time: Callable[[Any], datetime]

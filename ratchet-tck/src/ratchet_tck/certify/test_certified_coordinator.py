@@ -14,9 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from ratchet import RatchetOptions
-from ratchet._imports import resolve_reference
 from ratchet.plugins import CoordinatorPlugin, PluginRegistry
-from ratchet.spi import ClusterCoordinator, JobStore
+from ratchet.spi import ClusterCoordinator, JobStore, resolve_reference
 from ratchet_tck import Capabilities, ClusterCoordinatorSuite, CoordinatorHarness, WorkerProcess
 
 NAME = os.environ.get("RATCHET_TCK_COORDINATOR", "")

@@ -1,4 +1,9 @@
-"""The store suite bound to ``RATCHET_TCK_STORE_URL`` (set by ``ratchet-tck certify``)."""
+"""The store suite bound to ``RATCHET_TCK_STORE_URL`` (set by ``ratchet-tck certify``).
+
+The plugin's ``tck_harness`` (when it names one) is built with the URL and supplies the
+hooks of the transactional, schema, reconnection and hint contracts; without one those
+contracts are N/A here (a store package can still run them from its own conformance test).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from ratchet.plugins import PluginRegistry, store_scheme
-from ratchet.spi import JobStore, SupportsTestReset
-from ratchet_tck import Capabilities, JobStoreSuite
+from ratchet.spi import JobStore, SupportsTestReset, resolve_reference
+from ratchet_tck import Capabilities, JobStoreSuite, StoreHarness
 
 URL = os.environ.get("RATCHET_TCK_STORE_URL", "")
 SCHEME = store_scheme(URL) if URL else ""
@@ -18,7 +23,7 @@ REGISTRY = PluginRegistry.load()
 
 
 def _describe(url: str) -> str:
-    from ratchet._redact import redact
+    from ratchet.spi import redact
 
     return redact(url)
 
@@ -41,6 +46,14 @@ class TestCertifiedStore(JobStoreSuite):
         yield lambda: REGISTRY.create_store(store_url)
         if SCHEME != "memory":
             _reset(store_url)  # leave the backend as empty as it was found
+
+    @pytest.fixture
+    def store_harness(self, store_url: str) -> StoreHarness | None:
+        reference = REGISTRY.store_plugin_for(store_url).tck_harness
+        if reference is None:
+            return None
+        harness: StoreHarness = resolve_reference(reference)(store_url)
+        return harness
 
 
 def _reset(url: str) -> None:

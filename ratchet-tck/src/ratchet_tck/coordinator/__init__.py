@@ -38,10 +38,16 @@ from ratchet_tck.coordinator.lifecycle import (
     ListenerContracts,
     MetricsContracts,
 )
+from ratchet_tck.coordinator.services import (
+    SERVICES_SCRIPT_VARIABLE,
+    run_services_script,
+    services_script,
+)
 from ratchet_tck.coordinator.transport import TransportContracts, WakeupContracts
 
 __all__ = [
     "MAX_BUFFERED",
+    "SERVICES_SCRIPT_VARIABLE",
     "ClusterCoordinatorSuite",
     "CoordinatorHarness",
     "CoordinatorSuiteBase",
@@ -49,6 +55,8 @@ __all__ = [
     "WorkerProcess",
     "metrics_of",
     "processed_count",
+    "run_services_script",
+    "services_script",
     "wait_until_processed",
 ]
 

@@ -55,7 +55,10 @@ class CoordinatorHarness(ABC):
 
     A harness named by a plugin's ``tck_harness`` is built with no arguments (by
     ``ratchet-tck certify --coordinator``) and must read its configuration from the
-    environment; it declares what it can do in a ``capabilities`` class attribute."""
+    coordinator's own settings (``RATCHET_REDIS_URL``, say, which certification is run
+    with), never from the test suites' ``RATCHET_TEST_*`` variables, and a script that
+    restarts servers only from :func:`~ratchet_tck.coordinator.services_script`; it
+    declares what it can do in a ``capabilities`` class attribute."""
 
     max_latency: float = 2.0
     """Seconds within which a remote node must receive a hint."""

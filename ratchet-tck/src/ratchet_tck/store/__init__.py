@@ -16,6 +16,10 @@
         @pytest.fixture
         def store_url(self, my_database):
             return my_database.url
+
+        @pytest.fixture
+        def store_harness(self, store_url):  # optional: transactions, blank databases, ...
+            return MyStoreHarness(store_url)
 """
 
 from __future__ import annotations
@@ -26,16 +30,31 @@ from ratchet_tck.store.batch import BatchCompletionContracts
 from ratchet_tck.store.claim import ClaimContracts
 from ratchet_tck.store.cluster import LockContracts, NodeContracts, RecoveryContracts
 from ratchet_tck.store.crud import CrudContracts
+from ratchet_tck.store.details import DetailContracts
 from ratchet_tck.store.exactness import ExactMatchContracts
+from ratchet_tck.store.harness import StoreHarness, TransactionFactory, sqlalchemy_transactions
+from ratchet_tck.store.hints import EnqueueHintContracts
 from ratchet_tck.store.keys import BusinessKeyContracts, IdempotencyKeyContracts
 from ratchet_tck.store.leases import LeaseContracts
 from ratchet_tck.store.neighbours import CutOffContracts, NeighbouringStateContracts
 from ratchet_tck.store.outcomes import FencingContracts, OutcomeContracts
+from ratchet_tck.store.processes import LoadContracts
 from ratchet_tck.store.races import RaceContracts
+from ratchet_tck.store.reconnect import ReconnectContracts
 from ratchet_tck.store.retention import ArchiveContracts, RecurringContracts
+from ratchet_tck.store.schema import SchemaContracts
 from ratchet_tck.store.times import DatabaseClockContracts, TimePrecisionContracts
+from ratchet_tck.store.transactional import TransactionalEnqueueContracts
 
-__all__ = ["JobStoreSuite", "StoreSuiteBase", "new_job", "run_concurrently"]
+__all__ = [
+    "JobStoreSuite",
+    "StoreHarness",
+    "StoreSuiteBase",
+    "TransactionFactory",
+    "new_job",
+    "run_concurrently",
+    "sqlalchemy_transactions",
+]
 
 
 class JobStoreSuite(
@@ -44,6 +63,7 @@ class JobStoreSuite(
     TimePrecisionContracts,
     DatabaseClockContracts,
     ClaimContracts,
+    LoadContracts,
     FencingContracts,
     BatchCompletionContracts,
     NodeContracts,
@@ -59,5 +79,11 @@ class JobStoreSuite(
     NeighbouringStateContracts,
     ArchiveContracts,
     CutOffContracts,
+    DetailContracts,
+    SchemaContracts,
+    TransactionalEnqueueContracts,
+    EnqueueHintContracts,
+    ReconnectContracts,
 ):
-    """Every store contract, CORE to ADVANCED."""
+    """Every store contract, CORE to ADVANCED, those of the optional capabilities included
+    (N/A when the store lacks the capability or the harness the hook)."""

@@ -3,7 +3,10 @@
 An implementer supplies ``store_factory``: a fixture returning a callable that opens a
 fresh store instance on one backend, emptied before the test. Several instances stand for
 several nodes. With ``Capabilities(separate_processes=True)`` it also supplies
-``store_url``, which child processes open.
+``store_url``, which child processes open. The optional ``store_harness`` fixture returns
+a :class:`~ratchet_tck.store.harness.StoreHarness` for the contracts that need more than
+the store (an application transaction, a blank database, dropped connections, a hint
+listener); without it those contracts are N/A.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import pytest
 
 from ratchet.spi import ClaimedJob, Job, JobStore, NewJob, new_job_id
 from ratchet_tck._contract import MARKER, Capabilities, contract_info
+from ratchet_tck.store.harness import StoreHarness
 
 StoreFactory = Callable[[], JobStore]
 
@@ -86,6 +90,18 @@ class StoreSuiteBase:
     @pytest.fixture
     def store(self, stores: StoreFactory) -> JobStore:
         return stores()
+
+    @pytest.fixture
+    def store_harness(self) -> StoreHarness | None:
+        """Override to supply the store's harness; ``None`` makes its contracts N/A."""
+        return None
+
+    @pytest.fixture
+    def harness(self, store_harness: StoreHarness | None) -> Iterator[StoreHarness]:
+        """The implementer's harness (closed after the test), or one that supplies nothing."""
+        chosen = store_harness if store_harness is not None else StoreHarness("")
+        yield chosen
+        chosen.close()
 
     @pytest.fixture(autouse=True)
     def _capability_gate(self, request: pytest.FixtureRequest) -> None:

@@ -22,8 +22,7 @@ from typing import ParamSpec, TypeVar
 
 from pymongo.errors import AutoReconnect, NetworkTimeout, ServerSelectionTimeoutError
 
-from ratchet._redact import redact
-from ratchet.spi import get_logger
+from ratchet.spi import get_logger, redact
 
 __all__ = ["connection_lost", "idempotent", "retry_once_if_lost"]
 

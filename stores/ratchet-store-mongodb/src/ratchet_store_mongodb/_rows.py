@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ratchet._types import (
+from ratchet.spi import (
     BackoffPolicy,
     ClaimedJob,
     Execution,

@@ -34,25 +34,27 @@ from pymongo import ASCENDING, DESCENDING, MongoClient
 from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError, ConnectionFailure, DuplicateKeyError, PyMongoError
 
-from ratchet._types import (
-    ClaimedJob,
-    Execution,
-    ExecutionStatus,
-    Job,
-    JobPriority,
-    JobStatus,
-    NewJob,
-    NodeInfo,
-    OrphanRecovery,
-    RecurringDefinition,
-)
 from ratchet.errors import (
     BusinessKeyConflictError,
     DuplicateIdempotencyKeyError,
     RatchetError,
     StoreUnavailableError,
 )
-from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, UNSTARTED_RECOVERED_MESSAGE, JobStore
+from ratchet.spi import (
+    ORPHAN_RECOVERED_MESSAGE,
+    UNSTARTED_RECOVERED_MESSAGE,
+    ClaimedJob,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobPriority,
+    JobStatus,
+    JobStore,
+    NewJob,
+    NodeInfo,
+    OrphanRecovery,
+    RecurringDefinition,
+)
 from ratchet_store_mongodb import _schema as s
 from ratchet_store_mongodb._reconnect import idempotent, retry_once_if_lost
 from ratchet_store_mongodb._rows import (

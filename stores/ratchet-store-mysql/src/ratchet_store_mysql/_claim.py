@@ -29,7 +29,7 @@ from typing import Any
 
 from pymysql.connections import Connection
 
-from ratchet._types import ClaimedJob
+from ratchet.spi import ClaimedJob
 from ratchet_store_mysql import _rows
 from ratchet_store_mysql import _statements as sql
 from ratchet_store_mysql._pool import rollback_quietly

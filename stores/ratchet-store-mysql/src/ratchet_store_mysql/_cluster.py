@@ -14,8 +14,15 @@ from typing import Any
 import pymysql
 from pymysql.cursors import Cursor
 
-from ratchet._types import NewJob, NodeInfo, OrphanRecovery, RecurringDefinition
-from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, UNSTARTED_RECOVERED_MESSAGE, ExecutionStatus
+from ratchet.spi import (
+    ORPHAN_RECOVERED_MESSAGE,
+    UNSTARTED_RECOVERED_MESSAGE,
+    ExecutionStatus,
+    NewJob,
+    NodeInfo,
+    OrphanRecovery,
+    RecurringDefinition,
+)
 from ratchet_store_mysql import _enqueue, _rows
 from ratchet_store_mysql import _statements as sql
 from ratchet_store_mysql import _statements_cluster as cluster_sql

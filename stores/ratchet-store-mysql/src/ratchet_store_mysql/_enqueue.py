@@ -16,8 +16,8 @@ from typing import Any
 import pymysql
 from pymysql.cursors import Cursor
 
-from ratchet._types import NewJob
 from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError, RatchetError
+from ratchet.spi import NewJob
 from ratchet_store_mysql import _statements as sql
 from ratchet_store_mysql._rows import text, to_database
 

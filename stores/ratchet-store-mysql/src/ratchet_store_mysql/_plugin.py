@@ -14,6 +14,7 @@ def ratchet_job_stores() -> list[JobStorePlugin]:
             factory="ratchet_store_mysql.store:MySQLJobStore.from_url",
             package="ratchet-store-mysql",
             schema="ratchet_store_mysql.schema:schema_sql",
+            tck_harness="ratchet_store_mysql.harness:MySQLStoreHarness",
             description=(
                 "MySQL 8.0.16+ / MariaDB 10.6+ (PyMySQL): a cluster of nodes on one "
                 "database, SKIP LOCKED claims, transactional enqueue."

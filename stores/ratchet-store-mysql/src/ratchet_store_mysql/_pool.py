@@ -37,9 +37,8 @@ from pymysql.connections import Connection
 from pymysql.constants import CLIENT
 from pymysql.cursors import Cursor
 
-from ratchet._redact import redact
 from ratchet.errors import RatchetError, StoreUnavailableError
-from ratchet.spi import get_logger
+from ratchet.spi import get_logger, redact
 from ratchet_store_mysql._url import ConnectionSettings, IsolationLevel, parse_store_url
 
 __all__ = [

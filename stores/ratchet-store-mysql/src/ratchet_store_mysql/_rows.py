@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ratchet._types import ClaimedJob
-from ratchet.spi import RowDecoder
+from ratchet.spi import ClaimedJob, RowDecoder
 
 __all__ = [
     "claimed_job",

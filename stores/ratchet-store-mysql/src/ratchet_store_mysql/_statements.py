@@ -14,7 +14,7 @@ Conventions, for MySQL 8.0.16+ and MariaDB 10.6+ alike:
 
 from __future__ import annotations
 
-from ratchet._types import JobPriority
+from ratchet.spi import JobPriority
 
 JOB_COLUMNS = (
     "id, name, target, args_json, kwargs_json, status, priority, attempts, max_retries, "

@@ -20,9 +20,8 @@ import pymysql
 from pymysql.connections import Connection
 from pymysql.constants import SERVER_STATUS
 
-from ratchet._types import NewJob
 from ratchet.errors import RatchetError
-from ratchet.spi import SupportsTransactionalEnqueue
+from ratchet.spi import NewJob, SupportsTransactionalEnqueue
 from ratchet_store_mysql._enqueue import KeyConflict, check_batch, conflict_error, insert_jobs
 from ratchet_store_mysql._pool import PooledStore, rollback_quietly
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from ratchet._redact import redact
 from ratchet.errors import InvalidStoreURLError
+from ratchet.spi import redact
 
 __all__ = [
     "QUERY_OPTIONS",

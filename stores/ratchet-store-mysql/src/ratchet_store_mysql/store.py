@@ -23,17 +23,17 @@ from typing import Any
 import pymysql
 from pymysql.cursors import Cursor
 
-from ratchet._types import (
+from ratchet.errors import BusinessKeyConflictError
+from ratchet.spi import (
     ClaimedJob,
     Completion,
     Execution,
     ExecutionStatus,
     Job,
     JobStatus,
+    JobStore,
     NewJob,
 )
-from ratchet.errors import BusinessKeyConflictError
-from ratchet.spi import JobStore
 from ratchet_store_mysql import _claim, _enqueue, _rows
 from ratchet_store_mysql import _statements as sql
 from ratchet_store_mysql import _statements_cluster as cluster_sql

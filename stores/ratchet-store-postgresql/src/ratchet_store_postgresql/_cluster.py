@@ -12,8 +12,14 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from ratchet._types import NewJob, NodeInfo, OrphanRecovery, RecurringDefinition
-from ratchet.spi import ORPHAN_RECOVERED_MESSAGE, UNSTARTED_RECOVERED_MESSAGE
+from ratchet.spi import (
+    ORPHAN_RECOVERED_MESSAGE,
+    UNSTARTED_RECOVERED_MESSAGE,
+    NewJob,
+    NodeInfo,
+    OrphanRecovery,
+    RecurringDefinition,
+)
 from ratchet_store_postgresql import _enqueue, _rows
 from ratchet_store_postgresql import _statements as sql
 from ratchet_store_postgresql import _statements_cluster as cluster_sql

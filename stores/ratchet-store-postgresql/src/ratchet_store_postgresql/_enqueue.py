@@ -18,8 +18,8 @@ from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
-from ratchet._types import NewJob
 from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError, RatchetError
+from ratchet.spi import NewJob
 from ratchet_store_postgresql import _statements as sql
 
 __all__ = [

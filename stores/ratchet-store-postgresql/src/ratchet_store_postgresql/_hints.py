@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ratchet._types import NewJob
+from ratchet.spi import NewJob
 from ratchet_store_postgresql._enqueue import Hint
 
 __all__ = ["EnqueueHints"]

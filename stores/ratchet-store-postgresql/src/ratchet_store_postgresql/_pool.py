@@ -34,9 +34,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from ratchet._redact import redact
 from ratchet.errors import RatchetError, StoreUnavailableError
-from ratchet.spi import get_logger
+from ratchet.spi import get_logger, redact
 from ratchet_store_postgresql._url import parse_store_url
 
 __all__ = ["Connection", "ConnectionLostError", "PooledStore"]

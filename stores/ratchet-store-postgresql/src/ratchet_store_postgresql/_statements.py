@@ -13,7 +13,7 @@ Conventions:
 
 from __future__ import annotations
 
-from ratchet._types import JobPriority
+from ratchet.spi import JobPriority
 
 # Larger first, so the plan reads in claim order; the list covers every persisted level.
 _LEVELS = ", ".join(f"({int(level)})" for level in sorted(JobPriority, reverse=True))

@@ -17,8 +17,7 @@ from typing import Any
 
 import psycopg
 
-from ratchet._types import NewJob
-from ratchet.spi import SupportsTransactionalEnqueue
+from ratchet.spi import NewJob, SupportsTransactionalEnqueue
 from ratchet_store_postgresql._enqueue import enqueue_in_transaction
 from ratchet_store_postgresql._hints import EnqueueHints
 

@@ -15,8 +15,8 @@ from urllib.parse import quote, unquote, urlsplit
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ratchet._redact import redact
 from ratchet.errors import InvalidStoreURLError
+from ratchet.spi import redact
 
 __all__ = ["SCHEMES", "ConnectionSettings", "parse_store_url", "redact_url"]
 

@@ -21,17 +21,17 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from ratchet._types import (
+from ratchet.errors import BusinessKeyConflictError
+from ratchet.spi import (
     ClaimedJob,
     Completion,
     Execution,
     ExecutionStatus,
     Job,
     JobStatus,
+    JobStore,
     NewJob,
 )
-from ratchet.errors import BusinessKeyConflictError
-from ratchet.spi import JobStore
 from ratchet_store_postgresql import _enqueue, _rows
 from ratchet_store_postgresql import _statements as sql
 from ratchet_store_postgresql import _statements_cluster as cluster_sql

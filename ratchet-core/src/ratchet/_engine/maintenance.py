@@ -1,0 +1,132 @@
+"""Cluster maintenance: orphan scans and the archiver, the loop of ``ratchet-maintenance``.
+
+Every node runs the loop; a store lock makes one node scan at a time. A scan returns the
+claims of nodes silent for longer than the orphan grace to the queue (a claim whose start
+was recorded is charged a crash), dead-letters the jobs that reached the crash limit
+(using no attempt: no attempt finished), closes execution records left open, and removes
+stale nodes. Scans are desynchronised between nodes (a jittered interval); the archiver
+runs at its cron instants (:mod:`ratchet._engine.archiver`).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+
+from ratchet._engine.archiver import Archiver
+from ratchet._engine.node import NodeContext
+from ratchet._logs import get_logger
+from ratchet._messages import CRASH_LIMIT_MESSAGE, STALE_EXECUTION_MESSAGE
+from ratchet._types import OrphanRecovery
+
+__all__ = ["ORPHAN_SCAN_LIMIT", "ORPHAN_SCAN_LOCK", "Maintenance"]
+
+log = get_logger("ratchet.worker")
+
+ORPHAN_SCAN_LOCK = "ratchet:orphan-recovery"
+ORPHAN_SCAN_LIMIT = 500
+
+StoreError = Callable[[str, Exception, float], None]
+"""``(what could not be done, the error, seconds until it is tried again)``."""
+
+
+class Maintenance:
+    """Orphan recovery and retention for one node.
+
+    ``on_store_error`` is told of every store failure the loop survives (the worker counts
+    and logs them); the loop goes on at the next interval.
+    """
+
+    def __init__(self, context: NodeContext, *, on_store_error: StoreError) -> None:
+        self.context = context
+        self.store = context.store
+        self.node_id = context.node_id
+        self.options = context.options
+        self.archiver = Archiver(context.store, context.options, context.node_id)
+        self._on_store_error = on_store_error
+
+    def run(self, stop: threading.Event) -> None:
+        """Orphan scans every interval (desynchronised between nodes) and the archiver at
+        its cron instants, until ``stop`` is set."""
+        interval = self.options.orphan_scan_interval_minutes * 60.0
+        next_scan = time.monotonic() + interval * random.uniform(0.5, 1.0)
+        while True:
+            wait = next_scan - time.monotonic()
+            try:
+                until_archive = self.archiver.seconds_until_due(self.store.database_time())
+            except Exception:
+                until_archive = None
+            if until_archive is not None:
+                wait = min(wait, until_archive + 0.001)
+            if stop.wait(max(wait, 0.0)):
+                return
+            if time.monotonic() >= next_scan:
+                next_scan = time.monotonic() + interval * random.uniform(0.9, 1.1)
+                try:
+                    self.scan_orphans()
+                except Exception as exc:
+                    self._on_store_error("scan for orphaned jobs", exc, interval)
+            try:
+                if self.archiver.due(self.store.database_time()):
+                    self.archiver.run()
+            except Exception as exc:
+                self._on_store_error("archive finished jobs", exc, interval)
+
+    def recover_own_claims(self) -> None:
+        """Take back the claims a previous run of this node id left (at start, before any
+        thread runs): unstarted ones with no charge, started ones charged a crash."""
+        self.fail_exhausted(
+            self.store.recover_node_claims(
+                self.node_id,
+                max_crash_redeliveries=self.options.max_crash_redeliveries,
+                limit=ORPHAN_SCAN_LIMIT,
+            )
+        )
+
+    def scan_orphans(self) -> OrphanRecovery | None:
+        """One orphan scan under the cluster-wide lock; ``None`` when another node holds it."""
+        interval = self.options.orphan_scan_interval_minutes * 60.0
+        if not self.store.try_lock(ORPHAN_SCAN_LOCK, max(interval, 1.0) * 2, self.node_id):
+            return None
+        try:
+            grace = self.options.orphan_grace_seconds
+            recovery = self.store.recover_orphans(
+                grace_seconds=grace,
+                max_crash_redeliveries=self.options.max_crash_redeliveries,
+                limit=ORPHAN_SCAN_LIMIT,
+            )
+            self.fail_exhausted(recovery)
+            self.store.close_stale_executions(
+                grace_seconds=grace, message=STALE_EXECUTION_MESSAGE, limit=ORPHAN_SCAN_LIMIT
+            )
+            stale = self.store.list_stale_nodes(grace)
+            if stale:
+                self.store.remove_nodes([node.node_id for node in stale])
+            if recovery.reset:
+                log.warning("Orphan recovery returned %d job(s) to the queue.", recovery.reset)
+                self.context.wakeups.wake()
+            return recovery
+        finally:
+            self.store.release_lock(ORPHAN_SCAN_LOCK, self.node_id)
+
+    def fail_exhausted(self, recovery: OrphanRecovery) -> None:
+        """Dead-letter the jobs a recovery found at the crash limit; wake the local
+        workers when it returned jobs to the queue."""
+        for job_id, claim_seq in recovery.exhausted:
+            job = self.store.get_job(job_id)
+            count = job.crash_count if job is not None else self.options.max_crash_redeliveries
+            if self.store.fail_job(
+                job_id,
+                claim_seq,
+                error=CRASH_LIMIT_MESSAGE.format(count=count),
+                count_attempt=False,  # no attempt finished: every run ended in a crash
+            ):
+                log.error(
+                    "Job %s crashed its node %d times; moved to the dead-letter queue.",
+                    job_id,
+                    count,
+                )
+        if recovery.reset:
+            self.context.wakeups.wake()

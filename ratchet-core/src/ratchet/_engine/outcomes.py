@@ -1,0 +1,395 @@
+"""Recording what a claim's run decided: one place for every fenced outcome write.
+
+The runner decides (:class:`Succeed` with the encoded result, :class:`Retry` with its
+delay, :class:`Fail`); the :class:`OutcomeRecorder` writes that decision, fenced by
+``claim_seq``, and owns what the write needs to survive:
+
+* **Retries.** A live node's claims are never recovered by other nodes, so an outcome
+  write that failed because the store was unreachable is tried again while the node holds
+  its claims (``keep_trying()``, the worker's heartbeats); giving up would leave the job
+  RUNNING until the node stops.
+* **Read-back.** A write whose answer was lost may have been applied: a retry then finds
+  the claim no longer RUNNING, so after failures a ``False`` answer is checked against the
+  stored job before the outcome is called stale.
+* **Stale reporting.** An outcome whose claim is no longer current (the job was recovered
+  or released) is logged, noted on the execution record (``record_late_outcome``) and
+  counted.
+* **Batches.** Successes go one write per job, or, with :meth:`batch_successes`, to a
+  :class:`~ratchet._engine.completions.CompletionWriter` that groups them; its writes are
+  :meth:`write_successes`, with the same retries, read-back and stale reporting.
+* **The last line of defence.** Should deciding or writing raise (a bug, a RetryPolicy or
+  result encoder that raised, a store still unreachable when ``keep_trying()`` said stop),
+  the job is dead-lettered with what went wrong (``retry_job`` runs it again), or, when
+  even that write fails, the error is logged: the claim stays RUNNING until orphan
+  recovery or a drain releases it. Recording never raises.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ratchet._engine.completions import CompletionWriter, PendingSuccess
+from ratchet._engine.failure_text import describe_failure, summarize_failure
+from ratchet._logs import get_logger
+from ratchet._redact import redact
+from ratchet._types import ClaimedJob, Completion, JobStatus
+from ratchet.spi import JobStore
+
+__all__ = [
+    "Decision",
+    "Fail",
+    "Outcome",
+    "OutcomeRecorder",
+    "Retry",
+    "Succeed",
+    "applied_before",
+    "with_retries",
+]
+
+log = get_logger("ratchet.worker")
+
+T = TypeVar("T")
+
+RECORDING_FAILED_MESSAGE = (
+    "Ratchet could not record the outcome of this attempt (see below), so it moved the "
+    "job to the dead-letter queue rather than leave it RUNNING. Its body may have "
+    "finished; retry the job once the cause is fixed."
+)
+STALE_SUCCESS_MESSAGE = (
+    "The job succeeded, but its claim was no longer current, so the result was discarded."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Succeed:
+    """The attempt succeeded; record this (already encoded) result."""
+
+    result_json: str | None
+    result_type: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """The attempt failed with ``cause``; run the job again after ``delay_seconds``."""
+
+    delay_seconds: float
+    error: str
+    cause: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """The attempt failed with ``cause``; move the job to the dead-letter queue."""
+
+    error: str
+    cause: BaseException
+
+
+Decision = Succeed | Retry | Fail
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What happened to one claim: ``succeeded``, ``retried``, ``failed``, ``stale``,
+    ``unrecorded``, or ``queued`` (a success handed to the background writer, not recorded
+    yet)."""
+
+    job_id: str
+    kind: str
+    recorded: bool
+
+
+def with_retries(
+    write: Callable[[], T], *, keep_trying: Callable[[], bool], what: str
+) -> tuple[T, int]:
+    """``write()``, retried with backoff (0.05 s doubling to 5 s, jittered) while it raises
+    and ``keep_trying()`` allows; re-raises once it does not. Returns the result and how
+    many attempts failed before it (a write after failures may repeat an applied one)."""
+    delay = 0.05
+    failures = 0
+    while True:
+        try:
+            return write(), failures
+        except Exception as exc:
+            failures += 1
+            if not keep_trying():
+                raise
+            if failures == 1 or failures % 20 == 0:
+                log.warning(
+                    "Could not record %s (%s); retrying until the store answers (failure %d).",
+                    what,
+                    redact(f"{type(exc).__name__}: {exc}"),
+                    failures,
+                )
+            time.sleep(delay * random.uniform(0.8, 1.2))
+            delay = min(delay * 2, 5.0)
+
+
+def applied_before(store: JobStore, job: ClaimedJob, leaves: JobStatus) -> bool:
+    """Whether an earlier attempt of a fenced write already left ``job`` in ``leaves``
+    under this very claim (read back; raises when the store does)."""
+    current = store.get_job(job.id)
+    applied = (
+        current is not None and current.claim_seq == job.claim_seq and current.status is leaves
+    )
+    if applied:
+        log.info("Job %s: the outcome written before the failure was kept.", job.id)
+    return applied
+
+
+class OutcomeRecorder:
+    """Writes the decisions of one worker's runs (see the module). Thread-safe.
+
+    ``keep_trying()`` says whether a write that failed should be tried again (read at
+    every failure, so it can be replaced). ``on_stale(job)`` is called for every stale
+    outcome, ``on_background_success(job)`` for every success the background writer
+    recorded (the others are reported by the :class:`Outcome` that :meth:`record`
+    returns).
+    """
+
+    def __init__(
+        self,
+        store: JobStore,
+        *,
+        keep_trying: Callable[[], bool] = lambda: False,
+        on_stale: Callable[[ClaimedJob], None] | None = None,
+        on_background_success: Callable[[ClaimedJob], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.keep_trying = keep_trying
+        self.on_stale = on_stale
+        self.on_background_success = on_background_success
+        self.completions: CompletionWriter | None = None
+
+    # -- the lifecycle of background batches -----------------------------------------------
+
+    def batch_successes(
+        self, complete_jobs: Callable[[Sequence[Completion]], list[bool]], *, max_batch: int
+    ) -> None:
+        """From now on, hand successes to a background writer that records them with
+        ``complete_jobs`` (the store's batch completion), up to ``max_batch`` per write."""
+        self.completions = CompletionWriter(
+            lambda batch: self.write_successes(complete_jobs, batch),
+            on_recorded=self._background_success_recorded,
+            max_batch=max_batch,
+        )
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every success handed to the background writer is written; ``False``
+        on timeout."""
+        return self.completions is None or self.completions.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Write what the background writer holds (up to ``timeout``), then stop it."""
+        if self.completions is not None:
+            self.completions.close(timeout=timeout)
+
+    # -- recording -------------------------------------------------------------------------
+
+    def record(self, job: ClaimedJob, decide: Callable[[], Decision]) -> Outcome:
+        """Write the decision ``decide()`` returns for this attempt of ``job``.
+
+        ``decide`` is called here, inside the last line of defence, so a decision that
+        cannot be made (a RetryPolicy or result encoder that raises) ends the job as a
+        write that fails does. Never raises."""
+        try:
+            return self._write(job, decide())
+        except BaseException as exc:
+            return self._dead_letter_unrecordable(job, exc)
+
+    def record_start(self, job: ClaimedJob) -> bool:
+        """Record that ``job`` starts (``mark_started``), retried like an outcome write;
+        ``False`` when its claim was lost or the write was given up."""
+        try:
+            recorded, _failures = with_retries(
+                lambda: self.store.mark_started(job.id, job.claim_seq),
+                keep_trying=self.keep_trying,
+                what=f"the start of job {job.id}",
+            )
+        except Exception as exc:
+            log.warning("Could not record the start of job %s: %s", job.id, redact(str(exc)))
+            return False
+        if not recorded:
+            log.info("Job %s lost its claim %d before it started.", job.id, job.claim_seq)
+        return recorded
+
+    def _write(self, job: ClaimedJob, decision: Decision) -> Outcome:
+        if isinstance(decision, Succeed):
+            return self._write_success(job, decision)
+        if isinstance(decision, Retry):
+            recorded = self._persist(
+                job,
+                JobStatus.PENDING,
+                lambda: self.store.schedule_retry(
+                    job.id,
+                    job.claim_seq,
+                    error=decision.error,
+                    delay_seconds=decision.delay_seconds,
+                ),
+            )
+            log.info(
+                "Job %s (%s) attempt %d failed with %s; retrying in %.3g s.",
+                job.id,
+                job.name,
+                job.attempt,
+                type(decision.cause).__name__,
+                decision.delay_seconds,
+            )
+            kind = "retried"
+        else:
+            recorded = self._persist(
+                job,
+                JobStatus.FAILED,
+                lambda: self.store.fail_job(job.id, job.claim_seq, error=decision.error),
+            )
+            log.warning(
+                "Job %s (%s) failed on attempt %d and moved to the dead-letter queue: %s",
+                job.id,
+                job.name,
+                job.attempt,
+                redact(summarize_failure(decision.cause, limit=500)),
+            )
+            kind = "failed"
+        if not recorded:
+            self._stale(job, succeeded=False, message=decision.error)
+            return Outcome(job.id, "stale", False)
+        return Outcome(job.id, kind, True)
+
+    def _write_success(self, job: ClaimedJob, decision: Succeed) -> Outcome:
+        if self.completions is not None:
+            completion = Completion(
+                job_id=job.id,
+                claim_seq=job.claim_seq,
+                result_json=decision.result_json,
+                result_type=decision.result_type,
+            )
+            self.completions.submit(job, completion)
+            return Outcome(job.id, "queued", False)
+        recorded = self._persist(
+            job,
+            JobStatus.SUCCEEDED,
+            lambda: self.store.complete_job(
+                job.id,
+                job.claim_seq,
+                result_json=decision.result_json,
+                result_type=decision.result_type,
+            ),
+        )
+        if not recorded:
+            self._stale(job, succeeded=True, message=STALE_SUCCESS_MESSAGE)
+            return Outcome(job.id, "stale", False)
+        return Outcome(job.id, "succeeded", True)
+
+    def _persist(self, job: ClaimedJob, leaves: JobStatus, write: Callable[[], bool]) -> bool:
+        """Run the fenced outcome ``write``, retried while the store is unreachable and
+        :attr:`keep_trying` allows (then raising); after failures, a ``False`` answer is
+        read back, since the write may have been applied before its answer was lost."""
+        recorded, failures = with_retries(
+            write, keep_trying=self.keep_trying, what=f"the outcome of job {job.id}"
+        )
+        if recorded or not failures:
+            return recorded
+        return applied_before(self.store, job, leaves)
+
+    def write_successes(
+        self,
+        complete_jobs: Callable[[Sequence[Completion]], list[bool]],
+        batch: Sequence[PendingSuccess],
+    ) -> list[bool | None]:
+        """Record a batch of successes with ``complete_jobs``; one flag per success:
+        ``True`` recorded, ``False`` stale, ``None`` given up (the store stayed
+        unreachable). Retries while the store is unreachable; after a failure, rows
+        reported unchanged are read back: a write whose answer was lost may have been
+        applied. Never raises for a store failure."""
+        completions = [pending.completion for pending in batch]
+
+        def write() -> list[bool]:
+            flags = complete_jobs(completions)
+            if len(flags) != len(batch):
+                raise RuntimeError(
+                    f"The store's complete_jobs returned {len(flags)} flags for "
+                    f"{len(batch)} completions; it must return one per completion."
+                )
+            return flags
+
+        try:
+            flags, failures = with_retries(
+                write, keep_trying=self.keep_trying, what=f"the outcome of {len(batch)} job(s)"
+            )
+        except Exception as exc:
+            log.error(
+                "Gave up recording %d success(es) (%s); their jobs stay RUNNING until "
+                "recovered and then run again.",
+                len(batch),
+                redact(f"{type(exc).__name__}: {exc}"),
+            )
+            return [None] * len(batch)
+        if not failures:
+            return list(flags)
+        return [
+            True if flag else self._success_applied_before(pending.job)
+            for pending, flag in zip(batch, flags, strict=True)
+        ]
+
+    def _success_applied_before(self, job: ClaimedJob) -> bool | None:
+        try:
+            return applied_before(self.store, job, JobStatus.SUCCEEDED)
+        except Exception:
+            return None  # unknown: the claim stays as it is until recovered
+
+    def _background_success_recorded(self, job: ClaimedJob, recorded: bool | None) -> None:
+        if recorded:
+            if self.on_background_success is not None:
+                self.on_background_success(job)
+        elif recorded is False:
+            self._stale(job, succeeded=True, message=STALE_SUCCESS_MESSAGE)
+
+    # -- when the outcome cannot be recorded as decided --------------------------------------
+
+    def _stale(self, job: ClaimedJob, *, succeeded: bool, message: str) -> None:
+        log.warning(
+            "Job %s (%s): the claim %d is no longer current (the job was recovered or "
+            "released), so this worker's outcome was not recorded.",
+            job.id,
+            job.name,
+            job.claim_seq,
+        )
+        try:
+            self.store.record_late_outcome(
+                job.id, job.claim_seq, succeeded=succeeded, message=message
+            )
+        except Exception:
+            log.debug("Could not record the late outcome of job %s.", job.id, exc_info=True)
+        if self.on_stale is not None:
+            self.on_stale(job)
+
+    def _dead_letter_unrecordable(self, job: ClaimedJob, exc: BaseException) -> Outcome:
+        """Deciding or writing raised: dead-letter the job with what went wrong, directly
+        (no retries: the store may be what failed), or log that even that failed."""
+        failure = summarize_failure(exc, limit=500)
+        log.error(
+            "Recording the outcome of job %s (%s) failed: %s",
+            job.id,
+            job.name,
+            redact(failure),
+            exc_info=exc,
+        )
+        error = describe_failure(exc)
+        try:
+            recorded = self.store.fail_job(
+                job.id, job.claim_seq, error=f"{RECORDING_FAILED_MESSAGE}\n\n{error}"
+            )
+        except BaseException as again:
+            log.error(
+                "Job %s (%s) could not be dead-lettered either (%s); it stays RUNNING "
+                "until its claim is released or recovered.",
+                job.id,
+                job.name,
+                redact(summarize_failure(again, limit=500)),
+            )
+            return Outcome(job.id, "unrecorded", False)
+        return Outcome(job.id, "failed" if recorded else "stale", recorded)

@@ -1,0 +1,64 @@
+"""The cluster coordinator spec: "new work" hints pushed between nodes."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["ClusterCoordinator", "NoOpClusterCoordinator", "WakeupHint"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WakeupHint:
+    """A remote node enqueued work. A hint may only cause a poll, never run anything."""
+
+    priority: int
+    source_node: str
+    execution_target: str | None = None
+
+
+class ClusterCoordinator(ABC):
+    """Pushes "new work" hints between nodes so idle pollers wake at once.
+
+    Delivery is best effort (at most once); correctness never depends on it, because
+    polling remains the floor.
+
+    ``store_sends_enqueue_hints`` is ``True`` when the coordinator arranged for the store
+    to send its hints inside every enqueue (``SupportsEnqueueHints``); the application
+    then does not call :meth:`notify_new_work` after enqueues.
+    """
+
+    store_sends_enqueue_hints: bool = False
+
+    @abstractmethod
+    def notify_new_work(
+        self, priority: int, source: str, execution_target: str | None = None
+    ) -> None:
+        """Broadcast a hint to every other node. Must never raise, even after :meth:`close`
+        or while the transport is down; must not deliver the hint back to ``source``."""
+
+    @abstractmethod
+    def register_wakeup_listener(self, listener: Callable[[WakeupHint], None]) -> None:
+        """Add a listener called for every hint received. One listener raising must not
+        stop the others; hints received before the first listener registers are buffered
+        (bounded, oldest dropped)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop delivery and release the transport. Idempotent."""
+
+
+class NoOpClusterCoordinator(ClusterCoordinator):
+    """The default: no remote hints. Local enqueues still wake the local poller."""
+
+    def notify_new_work(
+        self, priority: int, source: str, execution_target: str | None = None
+    ) -> None:
+        return None
+
+    def register_wakeup_listener(self, listener: Callable[[WakeupHint], None]) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
