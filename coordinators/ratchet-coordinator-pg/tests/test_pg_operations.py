@@ -3,10 +3,7 @@ PostgreSQL, and a server that is down while ``Ratchet()`` starts."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,48 +15,7 @@ from ratchet import Ratchet, RatchetOptions
 from ratchet.cli import main
 from ratchet.errors import ConfigurationError
 from ratchet_coordinator_pg import PostgreSQLClusterCoordinator
-from ratchet_tck import RecordingListener
-
-
-class LateServer:
-    """A loopback port that refuses connections until :meth:`start`, then relays them to
-    ``target``: a server that comes up after the client started."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        with socket.socket() as probe:  # a port nobody listens on (bound, then released)
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
-        self._sockets: list[socket.socket] = []
-
-    def start(self) -> None:
-        listener = socket.create_server(("127.0.0.1", self.port))
-        self._sockets.append(listener)
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-                upstream = socket.create_connection(self.target)
-            except OSError:
-                return
-            self._sockets += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                sink.sendall(data)
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.close()
+from ratchet_tck import RecordingListener, TcpRelay
 
 
 def test_selected_with_a_store_that_is_not_postgresql_is_a_configuration_error(
@@ -91,16 +47,16 @@ def test_a_url_of_another_scheme_is_a_configuration_error(monkeypatch: pytest.Mo
 
 
 @pytest.fixture
-def late_server(postgresql_url: str) -> Iterator[LateServer]:
+def late_server(postgresql_url: str) -> Iterator[TcpRelay]:
     parts = urlsplit(postgresql_url)
-    server = LateServer((parts.hostname or "127.0.0.1", parts.port or 5432))
+    server = TcpRelay((parts.hostname or "127.0.0.1", parts.port or 5432), listening=False)
     yield server
     server.close()
 
 
 @pytest.mark.server
 def test_ratchet_does_not_wait_for_a_server_that_is_down(
-    monkeypatch: pytest.MonkeyPatch, postgresql_url: str, late_server: LateServer
+    monkeypatch: pytest.MonkeyPatch, postgresql_url: str, late_server: TcpRelay
 ) -> None:
     """``Ratchet()`` returns while nothing listens on the port (it used to wait 10 s), the
     coordinator says it is not listening, and once the server is up it LISTENs in the
@@ -120,7 +76,7 @@ def test_ratchet_does_not_wait_for_a_server_that_is_down(
         assert not coordinator.ready
         listener = RecordingListener()
         coordinator.register_wakeup_listener(listener)
-        late_server.start()
+        late_server.restore()
         assert coordinator.wait_until_ready(30), "never listening once the server was up"
         sender = PostgreSQLClusterCoordinator(postgresql_url, "sender", channel=channel)
         try:

@@ -14,6 +14,7 @@ from ratchet_tck.coordinator import (
     WorkerProcess,
 )
 from ratchet_tck.policies import NodeIdentityProviderSuite, RetryPolicySuite
+from ratchet_tck.relay import TcpRelay
 from ratchet_tck.store import JobStoreSuite, StoreHarness
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "RecordingListener",
     "RetryPolicySuite",
     "StoreHarness",
+    "TcpRelay",
     "WorkerProcess",
     "contract",
 ]
