@@ -2,7 +2,8 @@
 
 Each is the embedded store with one guard removed, the way a real bug would look. The
 first ones live here; the mutation catalogue continues in ``broken_queue_stores.py``,
-``broken_cluster_stores.py`` and ``broken_capability_stores.py``. :func:`named` finds a
+``broken_cluster_stores.py``, ``broken_capability_stores.py`` and
+``broken_detail_stores.py`` (from mutation testing, MUTATION.md). :func:`named` finds a
 store in any of them, and the baseline ``ReferenceStore`` of ``reference_stores.py``.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import broken_capability_stores
 import broken_cluster_stores
+import broken_detail_stores
 import broken_queue_stores
 import reference_stores
 
@@ -31,6 +33,7 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_queue_stores,
         broken_cluster_stores,
         broken_capability_stores,
+        broken_detail_stores,
         reference_stores,
     )
     for module in modules:

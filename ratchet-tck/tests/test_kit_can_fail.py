@@ -122,6 +122,15 @@ CATALOGUE = [
     ("UnlockedMigratorStore", "test_nodes_applying_at_once_apply_each_migration_once"),
     ("StaleConnectionStore", "test_the_first_call_after_the_server_dropped_the_connections"),
     ("StaleConnectionStore", "test_jobs_and_claims_survive_dropped_connections"),
+    # survivors of mutation testing (MUTATION.md), caught by ratchet_tck.store.details
+    ("KeylessConflictErrorStore", "test_enqueue_conflicts_name_the_key_and_its_holder"),
+    ("RetryConflictWithoutHolderStore", "test_retry_conflict_names_the_key_and_its_holder"),
+    ("LateFailureAsSuccessStore", "test_a_late_failure_is_recorded_as_failed"),
+    ("DisownsBySequenceStore", "test_recovering_a_node_leaves_other_nodes_claims_alone"),
+    ("ClosesClosedRecordsStore", "test_closing_stale_records_leaves_closed_and_live_ones_alone"),
+    ("DeletesOtherJobsTagsStore", "test_archive_and_purge_leave_other_jobs_tags_alone"),
+    ("LargerDefaultListStore", "test_list_jobs_returns_at_most_100_by_default"),
+    ("ResetKeepsKeysStore", "test_reset_for_tests_empties_every_view"),
 ]
 
 
@@ -158,6 +167,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     import broken_capability_stores
     import broken_cluster_stores
+    import broken_detail_stores
     import broken_queue_stores
     import broken_stores
 
@@ -170,6 +180,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_queue_stores,
             broken_cluster_stores,
             broken_capability_stores,
+            broken_detail_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)
