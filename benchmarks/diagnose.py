@@ -225,7 +225,7 @@ def part_bulk(lab: Lab) -> None:
     lab.store.reset_for_tests()
     print(
         f"    server execution of ENQUEUE_JOBS for 1,000 jobs: "
-        f"{lab.explain_ms(sql.ENQUEUE_JOBS, params):.2f} ms"
+        f"{lab.explain_ms(sql.STATEMENTS['enqueue_jobs'], params):.2f} ms"
     )
 
     def copy_binary() -> None:
@@ -509,7 +509,8 @@ def part_latency(lab: Lab) -> None:
     empty = _median_ms(
         lambda: lab.store.claim_due_jobs(node_id="diag", limit=10, priority_boost_seconds=900)
     )
-    server = lab.explain_ms(sql.CLAIM_DUE_JOBS, {"node_id": "x", "limit": 10, "boost": 900.0})
+    claim = {"node_id": "x", "limit": 10, "boost": 900.0, "start_now": 10}
+    server = lab.explain_ms(sql.STATEMENTS["claim_due_jobs"], claim)
     print(f"    enqueue (insert, no coordinator):         {insert:.3f} ms")
     print(f"    pg_notify on its own connection:          {notify:.3f} ms")
     print(f"    claim_due_jobs(limit=10) finding 1 job:   {statistics.median(spent):.3f} ms")

@@ -308,8 +308,8 @@ def _explain_claim(conn: Any, boost: float) -> dict[str, Any]:
 
     with conn.transaction(force_rollback=True):
         plan = conn.execute(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql.CLAIM_DUE_JOBS,
-            {"node_id": "bench-explain", "limit": 50, "boost": boost},
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql.STATEMENTS["claim_due_jobs"],
+            {"node_id": "bench-explain", "limit": 50, "boost": boost, "start_now": 50},
         ).fetchone()[0][0]
     top = plan["Plan"]
     return {

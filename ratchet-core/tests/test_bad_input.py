@@ -44,6 +44,7 @@ from ratchet.errors import (
     WorkerCrashedError,
 )
 from ratchet.spi import NewJob, RetryPolicy, new_job_id
+from ratchet.stores.sqlite.store import SQLiteJobStore
 
 UTC = dt.UTC
 MAX_MESSAGE = 1000  # every message quoting a value stays well under this
@@ -850,10 +851,29 @@ def test_secrets_are_redacted_from_urls() -> None:
     assert redact("stomp://guest@broker:61613") == "stomp://guest@broker:61613"
 
 
-def test_transactional_enqueue_needs_a_capable_store(app: Ratchet) -> None:
+def test_transactional_enqueue_needs_a_store_another_connection_can_reach(app: Ratchet) -> None:
+    """memory:// keeps its database private: no application connection can join it."""
+
     @app.job
     def work() -> None: ...
 
-    with pytest.raises(ratchet.RatchetError, match="cannot enqueue inside your transaction"):
+    with pytest.raises(ratchet.RatchetError, match="in memory.*sqlite:/// file store"):
         app.enqueue_in(object(), work)
     assert app.list_jobs() == []
+
+
+def test_transactional_enqueue_needs_a_capable_store(app: Ratchet) -> None:
+    class PlainStore(SQLiteJobStore):
+        enqueue_in = None  # a Protocol member set to None is not implemented
+        enqueue_many_in = None
+
+    store = PlainStore.from_memory_url("memory://")
+    plain = Ratchet(store, coordinator="none")
+
+    @plain.job
+    def work() -> None: ...
+
+    with pytest.raises(ratchet.RatchetError, match="cannot enqueue inside your transaction"):
+        plain.enqueue_in(object(), work)
+    assert plain.list_jobs() == []
+    plain.close()

@@ -1,7 +1,7 @@
 """Mutation testing of the SQLite store's SQL, with the store kit as the test suite.
 
-mutmut mutates Python inside functions and never touches the SQL constants of
-``ratchet/stores/sqlite/_statements.py``, yet most of the store's contract is written in
+mutmut mutates Python inside functions and never touches the named statements of
+``ratchet/stores/sqlite/queries.sql``, yet most of the store's contract is written in
 them (status guards, fences, claim order, cut-offs). This script fills that gap with a
 small set of SQL operators, applied one at a time: a comparison made strict or loose
 (``<=`` and ``<``), ``=`` and ``<>`` in a WHERE clause, ``AND`` and ``OR``, ``+`` and
@@ -13,21 +13,22 @@ How it runs (``nox -s mutants`` calls it; see ratchet-tck/MUTATION.md):
 
 1. ``WORK/src`` is a copy of ``ratchet-core/src`` (the session makes it); nothing in the
    working tree is touched.
-2. A stats run of the kit records which constants each test reads (the module's
-   attribute reads are traced: the stores read ``sql.NAME`` at call time).
-3. Each mutant appends ``NAME = <mutated text>`` to the copy's ``_statements.py`` and
-   runs, with ``-x``, only the tests that read ``NAME``, fastest first. Child processes
-   see the mutant too (``PYTHONPATH``).
+2. A stats run of the kit records which statements each test reads (lookups by name in
+   :class:`ratchet.spi.sql.Statements` are traced: the store reads them at call time).
+3. Each mutant appends ``STATEMENTS = STATEMENTS.replacing(name=<mutated text>)`` to the
+   copy's ``_statements.py`` (so the statement is mutated as loaded, generated pieces
+   included) and runs, with ``-x``, only the tests that read it, fastest first. Child
+   processes see the mutant too (``PYTHONPATH``).
 
 Usage: ``python sql_mutants.py WORK [MUTANT ...]``, with mutant names such as
-``sql.CLAIM_JOB.3`` or globs (``'sql.CLAIM_*'``); ``--list`` prints the mutants only.
+``sql.CLAIM_JOB.3`` (the statement ``claim_job``, upper-cased) or globs
+(``'sql.CLAIM_*'``); ``--list`` prints the mutants only.
 Results go to ``WORK/sql-mutants.json``; survivors are printed with their diff.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import difflib
 import fnmatch
 import json
@@ -78,22 +79,21 @@ STATUS_SWAPS = {
 }
 
 READS_PLUGIN = '''
-"""Records which _statements constants each test reads (written by sql_mutants.py)."""
-import json, os, types
-import ratchet.stores.sqlite._statements as statements
+"""Records which named statements each test reads (written by sql_mutants.py)."""
+import json, os
+from ratchet.spi.sql import Statements
 
 READS = set()
 BY_TEST = {}
+_lookup = Statements.__getitem__
 
 
-class _Traced(types.ModuleType):
-    def __getattribute__(self, name):
-        if name.isupper():
-            READS.add(name)
-        return super().__getattribute__(name)
+def _traced(self, name):
+    READS.add(name.upper())
+    return _lookup(self, name)
 
 
-statements.__class__ = _Traced
+Statements.__getitem__ = _traced
 
 
 def pytest_runtest_setup(item):
@@ -134,21 +134,22 @@ class Outcome:
     killed_by: str | None
 
 
-def constants(source: str) -> dict[str, str]:
-    """Every public upper-case string constant, evaluated as the module does."""
-    namespace: dict[str, object] = {}
-    exec(compile(source, str(STATEMENTS), "exec"), namespace)
-    names = [
-        target.id
-        for node in ast.parse(source).body
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name) and target.id.isupper()
-    ]
-    # Private pieces (``_DUE_CANDIDATES``) are read once, at import, to build the public
-    # statements: those are mutated instead.
-    public = [name for name in names if not name.startswith("_")]
-    return {name: value for name in public if isinstance(value := namespace[name], str)}
+def constants(work: Path) -> dict[str, str]:
+    """Every statement of the copy's store, as loaded (fragments filled), by upper-cased
+    name: read in a child process, on the copy."""
+    code = (
+        "import json; from ratchet.stores.sqlite._statements import STATEMENTS; "
+        "print(json.dumps({k.upper(): v for k, v in STATEMENTS.items()}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=_environment(work),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded: dict[str, str] = json.loads(done.stdout)
+    return loaded
 
 
 def _literal_spans(text: str) -> list[tuple[int, int]]:
@@ -223,8 +224,8 @@ def mutants_of(constant: str, text: str) -> Iterator[Mutant]:
         )
 
 
-def all_mutants(source: str) -> list[Mutant]:
-    return [m for name, text in constants(source).items() for m in mutants_of(name, text)]
+def all_mutants(work: Path) -> list[Mutant]:
+    return [m for name, text in constants(work).items() for m in mutants_of(name, text)]
 
 
 def diff(mutant: Mutant) -> str:
@@ -294,7 +295,9 @@ def run_mutant(
     budget = sum(stats[test].seconds for test in tests)
     statements = work / STATEMENTS
     statements.write_text(
-        original_source + f"\n\n{mutant.constant} = {mutant.mutated!r}  # mutant {mutant.name}\n"
+        original_source
+        + f"\n\nSTATEMENTS = STATEMENTS.replacing({mutant.constant.lower()}={mutant.mutated!r})"
+        + f"  # mutant {mutant.name}\n"
     )
     started = time.monotonic()
     try:
@@ -321,7 +324,7 @@ def main() -> None:
     args = parser.parse_args()
     work: Path = args.work.resolve()
     original_source = (work / STATEMENTS).read_text()
-    mutants = all_mutants(original_source)
+    mutants = all_mutants(work)
     if args.names:
         mutants = [m for m in mutants if any(fnmatch.fnmatch(m.name, n) for n in args.names)]
         if not mutants:
@@ -342,7 +345,7 @@ def main() -> None:
         progress = f"[{number}/{len(mutants)}]"
         print(f"{progress} {outcome.status:<10} {outcome.seconds:6.1f}s {mutant.name}", flush=True)
 
-    by_name = {m.name: m for m in all_mutants(original_source)}
+    by_name = {m.name: m for m in all_mutants(work)}
     counts: dict[str, int] = {}
     for result in earlier.values():
         counts[result["status"]] = counts.get(result["status"], 0) + 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from broken_queue_stores import changed
+from broken_queue_stores import changed, for_one
 
 from ratchet.spi import (
     ORPHAN_RECOVERED_MESSAGE,
@@ -29,9 +29,9 @@ def _archive_selected_by(store: SQLiteJobStore, select: str, older: float, size:
     with store._write() as (conn, now):
         ids = conn.execute(select, {"now": now, "age": older, "limit": size}).fetchall()
         for (job_id,) in ids:
-            conn.execute(sql.ARCHIVE_JOB, {"id": job_id, "now": now})
-            conn.execute(sql.DELETE_TAGS, {"id": job_id})
-            conn.execute(sql.DELETE_JOB, {"id": job_id})
+            conn.execute(for_one(sql.ARCHIVE_JOBS), {"id": job_id, "now": now})
+            conn.execute(for_one(sql.DELETE_TAGS), {"id": job_id})
+            conn.execute(for_one(sql.DELETE_JOBS), {"id": job_id})
         return len(ids)
 
 
@@ -40,8 +40,8 @@ def _purge_selected_by(store: SQLiteJobStore, select: str, older: float) -> int:
     with store._write() as (conn, now):
         ids = conn.execute(select, {"now": now, "age": older}).fetchall()
         for (job_id,) in ids:
-            conn.execute(sql.DELETE_TAGS, {"id": job_id})
-            conn.execute(sql.DELETE_JOB, {"id": job_id})
+            conn.execute(for_one(sql.DELETE_TAGS), {"id": job_id})
+            conn.execute(for_one(sql.DELETE_JOBS), {"id": job_id})
         return len(ids)
 
 
@@ -53,7 +53,7 @@ class LocalClockRegistrationStore(SQLiteJobStore):
 
     def register_node(self, node_id: str) -> None:
         with self._write() as (conn, _now):
-            conn.execute(sql.UPSERT_NODE, {"node_id": node_id, "now": time.time()})
+            conn.execute(sql.REGISTER_NODE, {"node_id": node_id, "now": time.time()})
 
 
 class LocalClockHeartbeatStore(SQLiteJobStore):
@@ -70,7 +70,8 @@ class LocalClockStaleNodesStore(SQLiteJobStore):
     def list_stale_nodes(self, grace_seconds: float) -> list[NodeInfo]:
         with self._read() as conn:
             rows = conn.execute(
-                sql.SELECT_STALE_NODES, {"now": time.time(), "grace": grace_seconds}
+                changed(sql.SELECT_STALE_NODES, sql.CLOCK, ":now"),
+                {"now": time.time(), "grace": grace_seconds},
             ).fetchall()
         return [node_from_row(row) for row in rows]
 
@@ -320,7 +321,7 @@ class UnguardedRecoveryStore(SQLiteJobStore):
                 reset += 1
                 conn.execute(
                     sql.CLOSE_EXECUTION,
-                    {**params, "status": "FAILED", "message": ORPHAN_RECOVERED_MESSAGE},
+                    {**params, "execution_status": "FAILED", "message": ORPHAN_RECOVERED_MESSAGE},
                 )
         return OrphanRecovery(reset=reset, exhausted=tuple(exhausted[:limit]))
 
@@ -352,7 +353,7 @@ class LateOutcomeOverwritesCurrentStore(SQLiteJobStore):
             params = {
                 "id": job_id,
                 "claim_seq": claim_seq,
-                "status": status.value,
+                "execution_status": status.value,
                 "message": message,
                 "now": now,
             }

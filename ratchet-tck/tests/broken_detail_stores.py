@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from broken_queue_stores import changed
+from broken_queue_stores import changed, for_one
 
 from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError
 from ratchet.spi import Job, JobStatus, NewJob, OrphanRecovery
@@ -84,15 +84,15 @@ class DeletesOtherJobsTagsStore(SQLiteJobStore):
     (``sql.DELETE_TAGS.0``: ``WHERE job_id <> :id``)."""
 
     def archive_finished_jobs(self, *, older_than_seconds: float, batch_size: int) -> int:
-        delete_tags = changed(sql.DELETE_TAGS, "job_id = :id", "job_id <> :id")
+        delete_tags = changed(sql.DELETE_TAGS, "job_id IN ({ids})", "job_id <> :id")
         with self._write() as (conn, now):
             ids = conn.execute(
                 sql.SELECT_ARCHIVABLE, {"now": now, "age": older_than_seconds, "limit": batch_size}
             ).fetchall()
             for (job_id,) in ids:
-                conn.execute(sql.ARCHIVE_JOB, {"id": job_id, "now": now})
+                conn.execute(for_one(sql.ARCHIVE_JOBS), {"id": job_id, "now": now})
                 conn.execute(delete_tags, {"id": job_id})
-                conn.execute(sql.DELETE_JOB, {"id": job_id})
+                conn.execute(for_one(sql.DELETE_JOBS), {"id": job_id})
             return len(ids)
 
 

@@ -14,9 +14,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ratchet.spi import Completion, ExecutionStatus, Job, JobStatus, NewJob
-from ratchet.stores.sqlite.store import SQLiteJobStore
+from ratchet.stores.sqlite.store import SQLiteJobStore, SQLiteSession
 from ratchet.stores.sqlite.testing import job_from_row
 from ratchet.stores.sqlite.testing import statements as sql
+
+
+def for_one(statement: str) -> str:
+    """A statement over an ``{ids}`` list, for one ``:id``."""
+    return changed(statement, "{ids}", ":id")
 
 
 def changed(statement: str, old: str, new: str = "") -> str:
@@ -86,11 +91,15 @@ class LocalClockDelayStore(SQLiteJobStore):
 class LocalClockRetryStore(SQLiteJobStore):
     """Adds a retry delay to this process's clock instead of the database's."""
 
+    statements = SQLiteJobStore.statements.replacing(
+        schedule_retry=changed(sql.SCHEDULE_RETRY, ":now + :delay", ":local + :delay")
+    )
+
     def schedule_retry(
         self, job_id: str, claim_seq: int, *, error: str, delay_seconds: float
     ) -> bool:
         return self._fenced_outcome(
-            changed(sql.SCHEDULE_RETRY, ":now + :delay", ":local + :delay"),
+            "schedule_retry",
             {
                 "id": job_id,
                 "claim_seq": claim_seq,
@@ -98,7 +107,7 @@ class LocalClockRetryStore(SQLiteJobStore):
                 "delay": delay_seconds,
                 "local": time.time(),
             },
-            execution_status=ExecutionStatus.FAILED,
+            status=ExecutionStatus.FAILED,
             message=error,
         )
 
@@ -160,7 +169,9 @@ class CaseInsensitiveBusinessKeyStore(SQLiteJobStore):
 
     def find_active_job_by_business_key(self, key: str) -> Job | None:
         statement = changed(
-            sql.SELECT_ACTIVE_BUSINESS_KEY, "business_key = ?", "lower(business_key) = lower(?)"
+            sql.SELECT_ACTIVE_BUSINESS_KEY,
+            "business_key = :key",
+            "lower(business_key) = lower(:key)",
         )
         with self._read() as conn:
             row = conn.execute(statement + " ORDER BY business_key", (key,)).fetchone()
@@ -250,44 +261,31 @@ class BatchDropsResultTypeStore(SQLiteJobStore):
 class BatchForgetsFinishTimeStore(SQLiteJobStore):
     """Batched completions leave ``finished_at`` unset."""
 
-    def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
-        statement = changed(sql.COMPLETE_JOB, "finished_at = :now, ")
+    forgetful = SQLiteJobStore.statements.replacing(
+        complete_job=changed(sql.COMPLETE_JOB, "finished_at = :now, ")
+    )
+
+    def _complete_many(self, completions: Sequence[Completion]) -> set[str]:
+        # The batch only: complete_job keeps the real statement.
         with self._write() as (conn, now):
-            return [
-                self._apply_fenced(
-                    conn,
-                    now,
-                    statement,
-                    {
-                        "id": c.job_id,
-                        "claim_seq": c.claim_seq,
-                        "result_json": c.result_json,
-                        "result_type": c.result_type,
-                    },
-                    execution_status=ExecutionStatus.SUCCEEDED,
-                    message=None,
-                )
-                for c in completions
-            ]
+            session = SQLiteSession(conn, now, self.forgetful)
+            recorded = set()
+            for c in completions:
+                fence = {"id": c.job_id, "claim_seq": c.claim_seq}
+                result = {"result_json": c.result_json, "result_type": c.result_type}
+                if session.execute("complete_job", {**fence, **result}) == 1:
+                    closing = {"execution_status": "SUCCEEDED", "message": None}
+                    session.execute("close_execution", {**fence, **closing})
+                    recorded.add(c.job_id)
+            return recorded
 
 
 class StatuslessFenceStore(SQLiteJobStore):
     """Fences a completion on ``claim_seq`` alone, not on the job still being RUNNING."""
 
-    def complete_job(
-        self, job_id: str, claim_seq: int, *, result_json: str | None, result_type: str | None
-    ) -> bool:
-        return self._fenced_outcome(
-            changed(sql.COMPLETE_JOB, " AND status = 'RUNNING'"),
-            {
-                "id": job_id,
-                "claim_seq": claim_seq,
-                "result_json": result_json,
-                "result_type": result_type,
-            },
-            execution_status=ExecutionStatus.SUCCEEDED,
-            message=None,
-        )
+    statements = SQLiteJobStore.statements.replacing(
+        complete_job=changed(sql.COMPLETE_JOB, " AND status = 'RUNNING'")
+    )
 
 
 class RetryDropsBusinessKeyStore(SQLiteJobStore):
@@ -329,17 +327,13 @@ class FindsFinishedKeyHolderStore(SQLiteJobStore):
 class ReleaseChargesAttemptStore(SQLiteJobStore):
     """``release_claim`` counts an attempt."""
 
-    def release_claim(self, job_id: str, claim_seq: int, *, message: str) -> bool:
-        return self._fenced_outcome(
-            changed(
-                sql.RELEASE_CLAIM,
-                "SET status = 'PENDING',",
-                "SET status = 'PENDING', attempts = attempts + 1,",
-            ),
-            {"id": job_id, "claim_seq": claim_seq},
-            execution_status=ExecutionStatus.RELEASED,
-            message=message,
+    statements = SQLiteJobStore.statements.replacing(
+        release_claim=changed(
+            sql.RELEASE_CLAIM,
+            "SET status = 'PENDING',",
+            "SET status = 'PENDING', attempts = attempts + 1,",
         )
+    )
 
 
 class RetryIgnoresDelayStore(SQLiteJobStore):

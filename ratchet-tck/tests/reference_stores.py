@@ -2,9 +2,9 @@
 broken stores of the capability contracts (``broken_capability_stores.py``) each break in
 one place, and the harness those contracts reach it through.
 
-* :class:`ReferenceStore` adds transactional enqueue through an application's own
-  ``sqlite3`` connection on the same file, and a connection the harness can "drop" as a
-  server restart would, which the store notices and replaces before using it.
+* :class:`ReferenceStore` adds a connection the harness can "drop" as a server restart
+  would, which the store notices and replaces before using it (transactional enqueue is
+  the embedded store's own).
 * :class:`ReferenceHarness` supplies every hook of :class:`ratchet_tck.StoreHarness` the
   embedded store can support, for whichever store class the suite tests.
 
@@ -18,14 +18,12 @@ import contextlib
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from ratchet.spi import ClaimedJob, JobStore, NewJob
+from ratchet.spi import JobStore
 from ratchet.stores.sqlite.store import SQLiteJobStore
-from ratchet.stores.sqlite.testing import statements as sql
 from ratchet_tck import StoreHarness
 from ratchet_tck.store import TransactionFactory
 
@@ -40,52 +38,7 @@ def open_connection(path: str) -> sqlite3.Connection:
 
 
 class ReferenceStore(SQLiteJobStore):
-    """SQLite plus ``SupportsTransactionalEnqueue`` and a droppable connection."""
-
-    # -- transactional enqueue ---------------------------------------------------------
-
-    def enqueue_in(self, connection: Any, job: NewJob) -> None:
-        self.enqueue_many_in(connection, [job])
-
-    def enqueue_many_in(self, connection: Any, jobs: Sequence[NewJob]) -> None:
-        """Insert on the caller's ``sqlite3`` connection, inside its transaction (begun
-        here if none is open, as the driver would begin one), behind a savepoint so a
-        conflict undoes only these rows."""
-        assert isinstance(connection, sqlite3.Connection), type(connection)
-        if not connection.in_transaction:
-            connection.execute("BEGIN")
-        connection.execute(f"SAVEPOINT {SAVEPOINT}")
-        try:
-            now = connection.execute(sql.NOW).fetchone()[0]
-            for job in jobs:
-                self._insert(connection, now, job)
-        except BaseException:
-            connection.execute(f"ROLLBACK TO {SAVEPOINT}")
-            connection.execute(f"RELEASE {SAVEPOINT}")
-            raise
-        connection.execute(f"RELEASE {SAVEPOINT}")
-
-    def claim_due_jobs(
-        self,
-        *,
-        node_id: str,
-        limit: int,
-        priority_boost_seconds: float,
-        start_now: int | None = None,
-    ) -> list[ClaimedJob]:
-        """Looks for due jobs before taking SQLite's one write lock, which an application
-        transaction that enqueued may hold until it ends (a server store's claim does not
-        wait for it either)."""
-        with self._read() as conn:
-            now = conn.execute(sql.NOW).fetchone()[0]
-            if not self._candidates(conn, now, max(limit, 1), priority_boost_seconds):
-                return []
-        return super().claim_due_jobs(
-            node_id=node_id,
-            limit=limit,
-            priority_boost_seconds=priority_boost_seconds,
-            start_now=start_now,
-        )
+    """SQLite plus a droppable connection."""
 
     # -- the connection a "server" can drop ----------------------------------------------
 

@@ -205,3 +205,34 @@ def test_suite_test_names_are_unique() -> None:
                     clashes.append(f"{name}: {seen[name]} and {klass.__qualname__}")
                 seen[name] = klass.__qualname__
     assert not clashes
+
+
+def test_every_broken_store_overrides_what_the_store_still_has(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broken store must fail its contract for the bug it carries, not because the real
+    store's internals moved under it (a method it overrides renamed, or called with other
+    parameters, crashes every test and would pass its row for the wrong reason). So every
+    method a broken store defines exists on a store it derives from (the embedded store,
+    its shared SQL layer, the reference store) with the same parameters."""
+    import inspect
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import broken_stores
+
+    drifted = []
+    for store, _ in CATALOGUE:
+        cls = broken_stores.named(store)
+        for name in vars(cls):
+            if name.startswith("__") or not callable(getattr(cls, name)):
+                continue
+            owner = next((k for k in cls.__mro__[1:] if name in vars(k)), None)
+            if owner is None:
+                if not name.startswith("_"):
+                    drifted.append(f"{store}.{name}: no store it derives from has it")
+                continue  # a helper of the broken store's own
+            real = inspect.signature(getattr(owner, name))
+            mine = inspect.signature(getattr(cls, name))
+            if list(real.parameters) != list(mine.parameters):
+                drifted.append(f"{store}.{name}{mine} vs {owner.__name__}.{name}{real}")
+    assert not drifted, drifted

@@ -1,7 +1,10 @@
 """Fixtures of the Hazelcast coordinator's tests.
 
 Server tests read ``RATCHET_TEST_HAZELCAST_MEMBERS`` (``eval "$(scripts/services env)"``)
-and use a fresh topic each, so they never hear other users of the cluster.
+and use a fresh topic each, so they never hear other users of the cluster. The harness may
+restart the member only with the script handed to it (``hand_services_script``: the one
+RATCHET_TEST_SERVICES_SCRIPT names, ``none`` forbidding restarts, else the repository's
+scripts/services), set here before the test modules import the harness.
 """
 
 from __future__ import annotations
@@ -12,31 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_tck.coordinator import SERVICES_SCRIPT_VARIABLE
+from ratchet_tck.coordinator.package_checks import hand_services_script, server_fixture
 
-REPOSITORY = Path(__file__).resolve().parents[3]
-
-# The harness restarts the server only with a script it is handed, as `ratchet-tck certify
-# --services-script` hands it: RATCHET_TEST_SERVICES_SCRIPT (none forbids restarts), else
-# the repository's scripts/services. Set here, before the test modules import the harness.
-_NAMED = os.environ.get("RATCHET_TEST_SERVICES_SCRIPT", "").strip()
-if _NAMED:
-    os.environ[SERVICES_SCRIPT_VARIABLE] = _NAMED
-else:
-    os.environ.setdefault(SERVICES_SCRIPT_VARIABLE, str(REPOSITORY / "scripts" / "services"))
-
-NO_SERVER = (
-    "RATCHET_TEST_HAZELCAST_MEMBERS is not set: start Hazelcast with `scripts/services up "
-    'hazelcast` and run `eval "$(scripts/services env)"` first'
+hand_services_script(
+    os.environ.get("RATCHET_TEST_SERVICES_SCRIPT", ""),
+    Path(__file__).resolve().parents[3] / "scripts" / "services",
 )
 
-
-@pytest.fixture
-def hazelcast_members() -> str:
-    members = os.environ.get("RATCHET_TEST_HAZELCAST_MEMBERS", "")
-    if not members:
-        pytest.skip(NO_SERVER)
-    return members
+hazelcast_members = server_fixture(
+    "RATCHET_TEST_HAZELCAST_MEMBERS",
+    'start Hazelcast with `scripts/services up hazelcast` and run `eval "$(scripts/services env)"` first',
+)
 
 
 @pytest.fixture

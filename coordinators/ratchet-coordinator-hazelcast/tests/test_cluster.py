@@ -4,28 +4,19 @@ filter, foreign payloads, and reconnection after the member restarts."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import pytest
 from hazelcast.client import HazelcastClient
 from hazelcast.proxy.topic import Topic
 
-from ratchet import Ratchet
 from ratchet.spi import RESYNC_SOURCE, WakeupHint
 from ratchet_coordinator_hazelcast import HazelcastClusterCoordinator
 from ratchet_coordinator_hazelcast.harness import HazelcastHarness, services_script
 from ratchet_tck import RecordingListener
+from ratchet_tck.coordinator import eventually
+from ratchet_tck.coordinator import package_checks as checks
 
 pytestmark = pytest.mark.server
-
-
-def _eventually(check: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def _coordinator(members: str, node_id: str, topic: str) -> HazelcastClusterCoordinator:
@@ -35,35 +26,23 @@ def _coordinator(members: str, node_id: str, topic: str) -> HazelcastClusterCoor
 def test_selected_by_configuration(
     monkeypatch: pytest.MonkeyPatch, hazelcast_members: str, topic: str
 ) -> None:
-    monkeypatch.setenv("RATCHET_HAZELCAST_MEMBERS", hazelcast_members)
-    monkeypatch.setenv("RATCHET_HAZELCAST_TOPIC", topic)
-    monkeypatch.delenv("RATCHET_COORDINATOR", raising=False)
-    monkeypatch.setenv("RATCHET_DISABLED_PLUGINS", "redis,jms")
-    app = Ratchet("memory://")
-    try:
-        assert isinstance(app.coordinator, HazelcastClusterCoordinator)
-        assert app.coordinator.wait_until_ready(10)  # connects in the background
-        assert app.coordinator.topic_name == topic
-    finally:
-        app.close()
+    def on_our_topic(coordinator: HazelcastClusterCoordinator) -> None:
+        assert coordinator.topic_name == topic
+
+    environment = {
+        "RATCHET_HAZELCAST_MEMBERS": hazelcast_members,
+        "RATCHET_HAZELCAST_TOPIC": topic,
+        "RATCHET_DISABLED_PLUGINS": "redis,jms",
+    }
+    checks.assert_selected_by_configuration(
+        monkeypatch, HazelcastClusterCoordinator, environment, on_our_topic
+    )
 
 
 def test_ready_means_subscribed(hazelcast_members: str, topic: str) -> None:
     """The constructor returns after the member confirmed the listener registration, so a
     hint published right after it returns is never missed."""
-    sender = _coordinator(hazelcast_members, "sender", topic)
-    try:
-        for round_ in range(5):
-            receiver = _coordinator(hazelcast_members, f"receiver-{round_}", topic)
-            listener = RecordingListener()
-            receiver.register_wakeup_listener(listener)
-            try:
-                sender.notify_new_work(3, "sender", None)
-                assert listener.wait_for(1, 5), f"round {round_}: the first hint was lost"
-            finally:
-                receiver.close()
-    finally:
-        sender.close()
+    checks.assert_ready_means_subscribed(lambda node: _coordinator(hazelcast_members, node, topic))
 
 
 def test_a_hint_sent_just_before_close_is_delivered(hazelcast_members: str, topic: str) -> None:
@@ -91,7 +70,7 @@ def test_own_hints_come_back_and_are_dropped_on_receipt(hazelcast_members: str, 
     try:
         for _ in range(3):
             a.notify_new_work(2, "node-a", None)
-        assert _eventually(lambda: a.metrics().ignored_self == 3, 5)
+        assert eventually(lambda: a.metrics().ignored_self == 3, 5)
         assert own.hints == [] and a.metrics().received == 0
     finally:
         a.close()
@@ -109,7 +88,7 @@ def test_foreign_messages_are_rejected_and_counted(hazelcast_members: str, topic
     try:
         raw.publish(42).result()
         raw.publish('{"v": 1, "node": "old", "prio": 2}').result()
-        assert _eventually(lambda: b.metrics().transport_failures == 2, 5)
+        assert eventually(lambda: b.metrics().transport_failures == 2, 5)
         assert listener.hints == []
         raw.publish('{"v": 2, "node": "n", "prio": 1, "target": null}').result()
         assert listener.wait_for(1, 5)

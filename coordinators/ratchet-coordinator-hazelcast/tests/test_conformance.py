@@ -6,12 +6,11 @@ Breaking the transport stops the member and restoring it starts a new one
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from ratchet_coordinator_hazelcast.harness import HazelcastHarness
 from ratchet_tck import ClusterCoordinatorSuite
+from ratchet_tck.coordinator.package_checks import harness_fixture
 
 pytestmark = pytest.mark.server
 
@@ -19,9 +18,4 @@ pytestmark = pytest.mark.server
 class TestHazelcastCoordinator(ClusterCoordinatorSuite):
     tck_name = "hazelcast (ratchet-coordinator-hazelcast)"
     capabilities = HazelcastHarness.capabilities
-
-    @pytest.fixture
-    def coordinator_harness(self, hazelcast_members: str) -> Iterator[HazelcastHarness]:
-        harness = HazelcastHarness(hazelcast_members)
-        yield harness
-        harness.close()
+    coordinator_harness = harness_fixture(HazelcastHarness, "hazelcast_members")

@@ -3,32 +3,14 @@ starts, and a hint published before the first subscription."""
 
 from __future__ import annotations
 
-import socket
-import time
-
 import pytest
 
 from ratchet import Ratchet
 from ratchet_coordinator_hazelcast import HazelcastClusterCoordinator
 from ratchet_tck import RecordingListener
+from ratchet_tck.servers import free_port
 
 pytestmark = pytest.mark.server
-
-
-def _refused_port() -> int:
-    """A local port nobody listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_hint_from(listener: RecordingListener, source: str, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while not any(hint.source_node == source for hint in listener.hints):
-        if time.monotonic() >= deadline:
-            return False
-        listener.wait_for(len(listener.hints) + 1, 0.1)
-    return True
 
 
 def test_ratchet_does_not_wait_for_a_cluster_that_is_down(
@@ -41,7 +23,7 @@ def test_ratchet_does_not_wait_for_a_cluster_that_is_down(
     monkeypatch.setenv("RATCHET_COORDINATOR", "hazelcast")
     monkeypatch.setenv("RATCHET_HAZELCAST_TOPIC", topic)
     monkeypatch.setenv("RATCHET_HAZELCAST_CONNECT_TIMEOUT_SECONDS", "600")
-    monkeypatch.setenv("RATCHET_HAZELCAST_MEMBERS", f"127.0.0.1:{_refused_port()}")
+    monkeypatch.setenv("RATCHET_HAZELCAST_MEMBERS", f"127.0.0.1:{free_port()}")
     down = Ratchet("memory://")
     try:
         assert isinstance(down.coordinator, HazelcastClusterCoordinator)
@@ -61,7 +43,7 @@ def test_ratchet_does_not_wait_for_a_cluster_that_is_down(
         )
         try:
             sender.notify_new_work(3, "sender", None)
-            assert wait_for_hint_from(listener, "sender"), "the hint never arrived"
+            assert listener.wait_for_hint_from("sender", 10), "the hint never arrived"
         finally:
             sender.close()
     finally:
@@ -82,7 +64,7 @@ def test_a_hint_published_before_the_first_subscription_is_sent_once_subscribed(
     )
     try:
         producer.notify_new_work(3, "producer", None)  # before the client can have connected
-        assert wait_for_hint_from(listener, "producer"), "the early hint was lost"
+        assert listener.wait_for_hint_from("producer", 10), "the early hint was lost"
     finally:
         producer.close()
         receiver.close()

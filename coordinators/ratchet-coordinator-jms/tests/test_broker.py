@@ -7,30 +7,22 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import stomp  # type: ignore[import-untyped]  # stomp.py ships no type information
 
-from ratchet import Ratchet
 from ratchet.spi import RESYNC_SOURCE, WakeupHint
 from ratchet_coordinator_jms import JmsClusterCoordinator
 from ratchet_coordinator_jms._config import parse_url
 from ratchet_coordinator_jms.harness import JmsHarness
 from ratchet_tck import RecordingListener
+from ratchet_tck.coordinator import eventually
+from ratchet_tck.coordinator import package_checks as checks
 
 pytestmark = pytest.mark.server
-
-
-def _eventually(check: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 class TopicSpy:
@@ -43,7 +35,7 @@ class TopicSpy:
         self.connection = stomp.Connection12([(address.host, address.port)])
         self.connection.set_listener("spy", self)
         self.connection.connect(address.login, address.passcode, wait=False)
-        assert _eventually(self.connection.is_connected, 10)
+        assert eventually(self.connection.is_connected, 10)
         self.connection.subscribe(destination, id="spy", headers={"receipt": "spy-ready"})
         assert self._receipt.wait(10)
 
@@ -67,38 +59,23 @@ def harness(stomp_url: str) -> Iterator[JmsHarness]:
 def test_selected_by_configuration(
     monkeypatch: pytest.MonkeyPatch, stomp_url: str, destination: str
 ) -> None:
-    monkeypatch.setenv("RATCHET_JMS_URL", stomp_url)
-    monkeypatch.setenv("RATCHET_JMS_DESTINATION", destination)
-    monkeypatch.delenv("RATCHET_COORDINATOR", raising=False)
-    monkeypatch.setenv("RATCHET_DISABLED_PLUGINS", "redis,hazelcast")
-    app = Ratchet("memory://")
-    try:
-        assert isinstance(app.coordinator, JmsClusterCoordinator)
-        assert app.coordinator.wait_until_ready(10)  # connects in the background
-        assert app.coordinator.destination == destination
-    finally:
-        app.close()
+    def on_our_destination(coordinator: JmsClusterCoordinator) -> None:
+        assert coordinator.destination == destination
+
+    settings = {"RATCHET_JMS_URL": stomp_url, "RATCHET_JMS_DESTINATION": destination}
+    settings["RATCHET_DISABLED_PLUGINS"] = "redis,hazelcast"
+    checks.assert_selected_by_configuration(
+        monkeypatch, JmsClusterCoordinator, settings, on_our_destination
+    )
 
 
 def test_ready_means_subscribed(stomp_url: str, destination: str) -> None:
     """The constructor returns after the broker's RECEIPT for the subscription, so a hint
     published right after it returns is never missed (topics keep nothing for late
     subscribers)."""
-    sender = JmsClusterCoordinator(stomp_url, "sender", destination=destination)
-    try:
-        for round_ in range(5):
-            receiver = JmsClusterCoordinator(
-                stomp_url, f"receiver-{round_}", destination=destination
-            )
-            listener = RecordingListener()
-            receiver.register_wakeup_listener(listener)
-            try:
-                sender.notify_new_work(3, "sender", None)
-                assert listener.wait_for(1, 5), f"round {round_}: the first hint was lost"
-            finally:
-                receiver.close()
-    finally:
-        sender.close()
+    checks.assert_ready_means_subscribed(
+        lambda node: JmsClusterCoordinator(stomp_url, node, destination=destination)
+    )
 
 
 def test_own_hints_are_dropped_at_the_broker(stomp_url: str, destination: str) -> None:
@@ -110,7 +87,7 @@ def test_own_hints_are_dropped_at_the_broker(stomp_url: str, destination: str) -
     try:
         for _ in range(3):
             a.notify_new_work(2, "node-a", None)
-        assert _eventually(lambda: len(spy.frames) == 3, 5)
+        assert eventually(lambda: len(spy.frames) == 3, 5)
         assert {frame.headers.get("ratchet_node") for frame in spy.frames} == {"node-a"}
         time.sleep(0.3)
         metrics = a.metrics()
@@ -131,7 +108,7 @@ def test_without_the_selector_the_receive_side_filter_still_applies(
     try:
         a.notify_new_work(2, "node-a", None)
         a.notify_new_work(2, "node-a", None)
-        assert _eventually(lambda: a.metrics().ignored_self == 2, 5)
+        assert eventually(lambda: a.metrics().ignored_self == 2, 5)
         assert own.hints == []
     finally:
         a.close()
@@ -184,9 +161,9 @@ def test_heartbeats_detect_a_half_open_connection(harness: JmsHarness) -> None:
     b.register_wakeup_listener(listener)
     assert isinstance(a, JmsClusterCoordinator) and isinstance(b, JmsClusterCoordinator)
     harness.relay.stall()
-    assert _eventually(lambda: not a.ready and not b.ready, 15), "stall not detected"
+    assert eventually(lambda: not a.ready and not b.ready, 15), "stall not detected"
     harness.relay.restore()
-    assert _eventually(lambda: a.ready and b.ready, 30)
+    assert eventually(lambda: a.ready and b.ready, 30)
     assert listener.wait_for(1, 5)  # the local wakeup after reconnecting
     a.notify_new_work(3, "node-a", "pool")
     assert listener.wait_for(2, 5)
@@ -222,11 +199,11 @@ def test_delivery_resumes_after_the_broker_restarts(stomp_url: str, destination:
     try:
         subprocess.run([str(services), "down", "activemq"], check=True, capture_output=True)
         try:
-            assert _eventually(lambda: not b.ready, 30)
+            assert eventually(lambda: not b.ready, 30)
             a.notify_new_work(2, "node-a", None)  # must not raise
         finally:
             subprocess.run([str(services), "up", "activemq"], check=True, capture_output=True)
-        assert _eventually(lambda: a.ready and b.ready, 60), "no reconnection after restart"
+        assert eventually(lambda: a.ready and b.ready, 60), "no reconnection after restart"
         assert listener.wait_for(1, 5)
         assert listener.hints[0].source_node == RESYNC_SOURCE
         a.notify_new_work(4, "node-a", None)

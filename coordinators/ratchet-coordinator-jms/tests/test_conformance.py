@@ -6,12 +6,11 @@ their sockets and refuses reconnection until it is restored.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from ratchet_coordinator_jms.harness import JmsHarness
 from ratchet_tck import ClusterCoordinatorSuite
+from ratchet_tck.coordinator.package_checks import harness_fixture
 
 pytestmark = pytest.mark.server
 
@@ -19,9 +18,4 @@ pytestmark = pytest.mark.server
 class TestJmsCoordinator(ClusterCoordinatorSuite):
     tck_name = "jms (ratchet-coordinator-jms)"
     capabilities = JmsHarness.capabilities
-
-    @pytest.fixture
-    def coordinator_harness(self, stomp_url: str) -> Iterator[JmsHarness]:
-        harness = JmsHarness(stomp_url)
-        yield harness
-        harness.close()
+    coordinator_harness = harness_fixture(JmsHarness, "stomp_url")

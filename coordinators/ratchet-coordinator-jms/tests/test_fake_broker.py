@@ -6,12 +6,12 @@ import contextlib
 import json
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from ratchet_coordinator_jms import JmsClusterCoordinator
+from ratchet_tck.coordinator import eventually
 
 Script = dict[str, Callable[[bytes], bytes | None]]
 
@@ -91,15 +91,6 @@ def broker_factory() -> Iterator[Callable[[Script], ScriptedBroker]]:
         broker.close()
 
 
-def _eventually(check: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def test_a_refused_subscription_is_reported_and_retried(
     broker_factory: Callable[[Script], ScriptedBroker],
     caplog: pytest.LogCaptureFixture,
@@ -119,7 +110,7 @@ def test_a_refused_subscription_is_reported_and_retried(
     )
     try:
         assert not coordinator.ready
-        assert _eventually(lambda: broker.connections >= 2, 10), "no retry"
+        assert eventually(lambda: broker.connections >= 2, 10), "no retry"
     finally:
         coordinator.close()
     assert "ERROR frame: Not authorized to read topic://ratchet.wakeup" in caplog.text
@@ -141,7 +132,7 @@ def test_no_receipt_means_not_ready(
     )
     try:
         assert not coordinator.ready
-        assert _eventually(lambda: broker.connections >= 2, 10), "no retry"
+        assert eventually(lambda: broker.connections >= 2, 10), "no retry"
         coordinator.notify_new_work(1, "node-a", None)
         assert coordinator.metrics().transport_failures == 1
     finally:
@@ -167,7 +158,7 @@ def test_ready_after_the_receipt_and_hints_go_out_as_text_with_the_node_header(
     try:
         assert coordinator.ready
         coordinator.notify_new_work(3, "node-a", "pool")
-        assert _eventually(lambda: any(f.startswith(b"SEND") for f in broker.frames), 5)
+        assert eventually(lambda: any(f.startswith(b"SEND") for f in broker.frames), 5)
     finally:
         coordinator.close()
     send = next(f for f in broker.frames if f.startswith(b"SEND"))

@@ -3,17 +3,15 @@ and a hint published before the first connection."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import pytest
 
-from ratchet import Ratchet
 from ratchet_coordinator_jms import JmsClusterCoordinator
 from ratchet_coordinator_jms._config import parse_url
-from ratchet_coordinator_jms.harness import TcpRelay
+from ratchet_coordinator_jms.harness import JmsHarness, TcpRelay
 from ratchet_tck import RecordingListener
+from ratchet_tck.coordinator import package_checks as checks
 
 pytestmark = pytest.mark.server
 
@@ -28,48 +26,23 @@ def relay(stomp_url: str) -> Iterator[TcpRelay]:
     made.close()
 
 
-def relayed(stomp_url: str, relay: TcpRelay) -> str:
-    userinfo, at, _hostport = urlsplit(stomp_url).netloc.rpartition("@")
-    return f"stomp://{userinfo}{at}127.0.0.1:{relay.port}"
-
-
-def wait_for_hint_from(listener: RecordingListener, source: str, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while not any(hint.source_node == source for hint in listener.hints):
-        if time.monotonic() >= deadline:
-            return False
-        listener.wait_for(len(listener.hints) + 1, 0.1)
-    return True
-
-
 def test_ratchet_does_not_wait_for_a_broker_that_is_down(
-    monkeypatch: pytest.MonkeyPatch, stomp_url: str, relay: TcpRelay, destination: str
+    monkeypatch: pytest.MonkeyPatch, stomp_url: str
 ) -> None:
     """``Ratchet()`` returns while the broker refuses connections (it used to wait for the
     connect timeout, here 600 s), the coordinator says it is not subscribed, and once the
     broker is reachable it subscribes in the background and delivers hints. Look at the
     factory passing ``ready_timeout=0``."""
-    monkeypatch.setenv("RATCHET_COORDINATOR", "jms")
-    monkeypatch.setenv("RATCHET_JMS_URL", relayed(stomp_url, relay))
-    monkeypatch.setenv("RATCHET_JMS_DESTINATION", destination)
-    monkeypatch.setenv("RATCHET_JMS_CONNECT_TIMEOUT_SECONDS", "600")
-    app = Ratchet("memory://")
+    harness = JmsHarness(stomp_url)
     try:
-        coordinator = app.coordinator
-        assert isinstance(coordinator, JmsClusterCoordinator)
-        assert not coordinator.ready
-        listener = RecordingListener()
-        coordinator.register_wakeup_listener(listener)
-        relay.restore()
-        assert coordinator.wait_until_ready(30), "never subscribed once the broker was up"
-        sender = JmsClusterCoordinator(stomp_url, "sender", destination=destination)
-        try:
-            sender.notify_new_work(3, "sender", None)
-            assert wait_for_hint_from(listener, "sender"), "the hint never arrived"
-        finally:
-            sender.close()
+        checks.assert_starts_without_waiting_for_a_server_that_is_down(
+            monkeypatch,
+            harness,
+            "RATCHET_JMS_URL",
+            settings={"RATCHET_JMS_CONNECT_TIMEOUT_SECONDS": "600"},
+        )
     finally:
-        app.close()
+        harness.close()
 
 
 def test_a_hint_published_before_the_first_connection_is_sent_once_connected(
@@ -82,13 +55,13 @@ def test_a_hint_published_before_the_first_connection_is_sent_once_connected(
     listener = RecordingListener()
     receiver.register_wakeup_listener(listener)
     producer = JmsClusterCoordinator(
-        relayed(stomp_url, relay), "producer", destination=destination, ready_timeout=0
+        checks.relayed_url(stomp_url, relay), "producer", destination=destination, ready_timeout=0
     )
     try:
         producer.notify_new_work(3, "producer", None)
         assert producer.metrics().transport_failures == 1
         relay.restore()
-        assert wait_for_hint_from(listener, "producer"), "the early hint was lost"
+        assert listener.wait_for_hint_from("producer", 10), "the early hint was lost"
         assert producer.metrics().sent == 1
     finally:
         producer.close()

@@ -1,13 +1,8 @@
+"""Fixtures of the pg coordinator's tests: ``postgresql_url``, the server's URL from
+``RATCHET_TEST_POSTGRESQL_URL`` (the tests that need it skip without it)."""
+
 from __future__ import annotations
 
-import os
+from ratchet_tck.coordinator.package_checks import server_fixture
 
-import pytest
-
-
-@pytest.fixture
-def postgresql_url() -> str:
-    url = os.environ.get("RATCHET_TEST_POSTGRESQL_URL")
-    if not url:
-        pytest.skip("RATCHET_TEST_POSTGRESQL_URL is not set (run scripts/services up postgresql)")
-    return url
+postgresql_url = server_fixture("RATCHET_TEST_POSTGRESQL_URL", "run scripts/services up postgresql")

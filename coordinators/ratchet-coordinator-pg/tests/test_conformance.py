@@ -3,12 +3,11 @@ recovery after pg_terminate_backend kills its connections."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from ratchet_coordinator_pg.harness import PostgreSQLHarness
 from ratchet_tck import ClusterCoordinatorSuite
+from ratchet_tck.coordinator.package_checks import harness_fixture
 
 pytestmark = pytest.mark.server
 
@@ -16,9 +15,4 @@ pytestmark = pytest.mark.server
 class TestPostgreSQLCoordinator(ClusterCoordinatorSuite):
     tck_name = "pg (ratchet-coordinator-pg)"
     capabilities = PostgreSQLHarness.capabilities
-
-    @pytest.fixture
-    def coordinator_harness(self, postgresql_url: str) -> Iterator[PostgreSQLHarness]:
-        harness = PostgreSQLHarness(postgresql_url)
-        yield harness
-        harness.close()
+    coordinator_harness = harness_fixture(PostgreSQLHarness, "postgresql_url")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from ratchet_coordinator_redis.harness import RedisHarness
 from ratchet_tck import ClusterCoordinatorSuite
+from ratchet_tck.coordinator.package_checks import harness_fixture
 
 pytestmark = pytest.mark.server
 
@@ -15,9 +14,4 @@ pytestmark = pytest.mark.server
 class TestRedisCoordinator(ClusterCoordinatorSuite):
     tck_name = "redis (ratchet-coordinator-redis)"
     capabilities = RedisHarness.capabilities
-
-    @pytest.fixture
-    def coordinator_harness(self, redis_url: str) -> Iterator[RedisHarness]:
-        harness = RedisHarness(redis_url)
-        yield harness
-        harness.close()
+    coordinator_harness = harness_fixture(RedisHarness, "redis_url")

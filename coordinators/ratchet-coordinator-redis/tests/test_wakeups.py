@@ -7,16 +7,17 @@ import time
 
 import pytest
 
-from ratchet import Ratchet, RatchetOptions
+from ratchet import RatchetOptions
 from ratchet_coordinator_redis import RedisClusterCoordinator
 from ratchet_coordinator_redis._plugin import availability
+from ratchet_tck.coordinator import package_checks as checks
 
 
 def test_available_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RATCHET_REDIS_URL", raising=False)
-    assert availability(RatchetOptions.from_env(), None) == "RATCHET_REDIS_URL is not set"
-    monkeypatch.setenv("RATCHET_REDIS_URL", "redis://127.0.0.1:6379/0")
-    assert availability(RatchetOptions.from_env(), None) is None
+    url = "redis://127.0.0.1:6379/0"
+    checks.assert_available_only_when_configured(
+        availability, monkeypatch, "RATCHET_REDIS_URL", url
+    )
 
 
 def test_settings_come_from_the_nodes_options(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,14 +38,8 @@ def test_settings_come_from_the_nodes_options(monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.server
 def test_selected_by_configuration(monkeypatch: pytest.MonkeyPatch, redis_url: str) -> None:
-    monkeypatch.setenv("RATCHET_REDIS_URL", redis_url)
-    monkeypatch.delenv("RATCHET_COORDINATOR", raising=False)
-    app = Ratchet("memory://")
-    try:
-        assert isinstance(app.coordinator, RedisClusterCoordinator)
-        assert app.coordinator.wait_until_ready(10)  # connects in the background
-    finally:
-        app.close()
+    environment = {"RATCHET_REDIS_URL": redis_url}
+    checks.assert_selected_by_configuration(monkeypatch, RedisClusterCoordinator, environment)
 
 
 def test_password_never_reaches_the_log(caplog: pytest.LogCaptureFixture) -> None:
@@ -60,12 +55,4 @@ def test_password_never_reaches_the_log(caplog: pytest.LogCaptureFixture) -> Non
 
 
 def test_loading_plugins_does_not_import_redis() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys; from ratchet.plugins import PluginRegistry; PluginRegistry.load(); "
-        "print('redis' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    checks.assert_loading_plugins_does_not_import("redis")

@@ -457,7 +457,7 @@ class Ratchet:
         transactional enqueue (PostgreSQL: a psycopg connection or an SQLAlchemy
         Connection/Session). Workers are woken at the commit when the store carries the
         coordinator's hints (PostgreSQL with the LISTEN/NOTIFY coordinator); otherwise
-        they find the job at their next poll."""
+        they find the job at their next poll. From asyncio: :meth:`enqueue_in_async`."""
         return self.builder(func, *args, **kwargs).submit_in(connection)
 
     def enqueue_many_in(
@@ -468,6 +468,38 @@ class Ratchet:
         jobs = [self._builder(definition, tuple(args), {}).build() for args in arguments]
         if jobs:
             self._transactional_store().enqueue_many_in(connection, jobs)
+        return [job.id for job in jobs]
+
+    async def enqueue_in_async(
+        self, connection: Any, func: Callable[..., Any] | str, *args: Any, **kwargs: Any
+    ) -> str:
+        """:meth:`enqueue_in` for asyncio applications: ``connection`` is an SQLAlchemy
+        ``AsyncConnection`` or ``AsyncSession``, whose ``await commit()`` makes the job
+        visible and ``await rollback()`` removes it; returns the job id.
+
+        The store's own ``enqueue_in`` runs through SQLAlchemy's ``run_sync`` bridge, on
+        the transaction open on ``connection`` (one is begun if none is). Same checks,
+        errors and wakeups as :meth:`enqueue_in`; anything but an async SQLAlchemy object
+        raises ``TypeError`` (use :meth:`enqueue_in` for those)."""
+        from ratchet.spi.sql._sqlalchemy import run_with_sync_connection
+
+        job = self.builder(func, *args, **kwargs).build()
+        await run_with_sync_connection(connection, self._transactional_store().enqueue_in, job)
+        return job.id
+
+    async def enqueue_many_in_async(
+        self, connection: Any, func: Callable[..., Any] | str, arguments: Iterable[Iterable[Any]]
+    ) -> list[str]:
+        """:meth:`enqueue_many_in` for asyncio applications: all-or-nothing in the
+        transaction open on an SQLAlchemy ``AsyncConnection`` or ``AsyncSession``, as
+        :meth:`enqueue_in_async`."""
+        from ratchet.spi.sql._sqlalchemy import run_with_sync_connection
+
+        definition = self.definition(func)
+        jobs = [self._builder(definition, tuple(args), {}).build() for args in arguments]
+        if jobs:
+            store = self._transactional_store()
+            await run_with_sync_connection(connection, store.enqueue_many_in, jobs)
         return [job.id for job in jobs]
 
     def _store_job_in(self, connection: Any, job: NewJob) -> str:

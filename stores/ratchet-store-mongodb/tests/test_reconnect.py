@@ -18,12 +18,9 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import signal
 import socket
-import subprocess
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +28,14 @@ import pytest
 from pymongo.collection import Collection
 from pymongo.errors import AutoReconnect
 
-from ratchet.errors import DuplicateIdempotencyKeyError
-from ratchet.spi import JobStatus
 from ratchet_store_mongodb import MongoDBJobStore
 from ratchet_store_mongodb import _schema as schema
-from ratchet_store_mongodb.testing import ensure_database, with_database
+from ratchet_tck.servers import PrivateServer
 from ratchet_tck.store import new_job, run_concurrently
+from ratchet_tck.store.databases import StoreTestDatabase
 from ratchet_tck.store.reconnect import FIRST_CALLS
+from ratchet_tck.store.shared.lost_answers import *  # noqa: F403 (the kit's tests; one replaced below)
+from ratchet_tck.store.shared.lost_answers import assert_stored_once
 
 pytestmark = pytest.mark.server
 
@@ -52,52 +50,29 @@ def _ferretdb_binary() -> str | None:
     return shutil.which("ferretdb") or (built[-1] if built else None)
 
 
-class PrivateFerretDB:
+class PrivateFerretDB(PrivateServer):
     """One FerretDB on its own SQLite directory and port; crash() and start() at will."""
 
     def __init__(self, binary: str, root: Path) -> None:
+        super().__init__(root)
         self.binary = binary
-        self.root = root
         (root / "data").mkdir()
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"mongodb://127.0.0.1:{self.port}/ratchet"
 
-    def start(self) -> None:
-        log = open(self.root / "server.log", "ab")  # noqa: SIM115 (the server keeps it)
-        self.process = subprocess.Popen(
-            [self.binary, f"--listen-addr=127.0.0.1:{self.port}", "--handler=sqlite",
-             f"--sqlite-url=file:{self.root / 'data'}/", f"--state-dir={self.root}",
-             "--debug-addr=-", "--telemetry=disable", "--log-level=warn"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(500):  # bounded: FerretDB listens within milliseconds
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
-                return
-            except OSError:
-                assert self.process.poll() is None, (self.root / "server.log").read_text()
-                time.sleep(0.01)
-        raise AssertionError("the private FerretDB did not start")
+    def command(self) -> list[str]:
+        return [self.binary, f"--listen-addr=127.0.0.1:{self.port}", "--handler=sqlite",
+                f"--sqlite-url=file:{self.root / 'data'}/", f"--state-dir={self.root}",
+                "--debug-addr=-", "--telemetry=disable", "--log-level=warn"]  # fmt: skip
 
-    def crash(self) -> None:
-        """SIGKILL: the kernel closes every client connection at once, as in a crash."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.crash()
+    def answers(self) -> bool:  # FerretDB listens within milliseconds
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
+        except OSError:
+            return False
+        return True
 
 
 @pytest.fixture
@@ -105,12 +80,8 @@ def private_server(tmp_path: Path) -> Iterator[PrivateFerretDB]:
     binary = _ferretdb_binary()
     if binary is None:
         pytest.skip("FerretDB is not built: run `scripts/services up ferretdb` first")
-    server = PrivateFerretDB(binary, tmp_path)
-    server.start()
-    try:
+    with PrivateFerretDB(binary, tmp_path).running() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.slow
@@ -141,35 +112,45 @@ def test_the_first_call_after_a_crash_and_restart_succeeds(
 
 
 @pytest.fixture(scope="module")
-def mongodb_url(mongodb_url: str) -> str:
+def mongodb_url(mongodb_url: str, store_test_database: StoreTestDatabase) -> str:
     """This module's own database: its tests count documents, so a reset of the shared test
     database by a concurrent run must not reach them."""
-    url = with_database(mongodb_url, "ratchet_test_mongo_reconnect")
-    ensure_database(url)
-    return url
+    return store_test_database.own_database(mongodb_url, "ratchet_test_mongo_reconnect")
 
 
 def _lose_the_first_answer(
     monkeypatch: pytest.MonkeyPatch, store: MongoDBJobStore, collection: str, *, applied: bool
-) -> list[str]:
+) -> list[int]:
     """The first ``insert_many`` into ``collection`` is applied (or not), then raises
     AutoReconnect as if the connection died before the answer came back; the clean-up of
-    that failed attempt fails too (the server was unreachable for it). Returns the
-    collections of every ``insert_many`` made."""
+    that failed attempt fails too (the server was unreachable for it). Returns the number
+    of documents of every ``insert_many`` into ``collection``."""
     real = Collection.insert_many
-    calls: list[str] = []
+    calls: list[int] = []
 
     def insert_many(self: Collection[Any], documents: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(self.name)
-        if self.name == collection and calls.count(collection) == 1:
-            if applied:
-                real(self, documents, *args, **kwargs)
-            raise AutoReconnect("connection closed")
+        if self.name == collection:
+            documents = list(documents)
+            calls.append(len(documents))
+            if len(calls) == 1:
+                if applied:
+                    real(self, documents, *args, **kwargs)
+                raise AutoReconnect("connection closed")
         return real(self, documents, *args, **kwargs)
 
     monkeypatch.setattr(Collection, "insert_many", insert_many)
     monkeypatch.setattr(store, "_undo_enqueue", lambda *args: None)
     return calls
+
+
+@pytest.fixture
+def lose_first_enqueue(
+    store: MongoDBJobStore, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[bool], list[int]]:
+    """The kit's hook: the first insert of idempotency keys loses its answer."""
+    return lambda applied: _lose_the_first_answer(
+        monkeypatch, store, schema.IDEMPOTENCY_KEYS, applied=applied
+    )
 
 
 @pytest.mark.parametrize("collection", [schema.JOBS, schema.IDEMPOTENCY_KEYS])
@@ -187,26 +168,4 @@ def test_an_enqueue_whose_answer_was_lost_is_stored_once(
     _lose_the_first_answer(monkeypatch, store, collection, applied=True)
     store.enqueue_many(jobs)  # without the retry: StoreUnavailableError
     monkeypatch.undo()
-    assert store.count_jobs()[JobStatus.PENDING] == size
-    for job in jobs:
-        assert job.idempotency_key is not None
-        assert store.find_job_id_by_idempotency_key(job.idempotency_key) == job.id
-    with pytest.raises(DuplicateIdempotencyKeyError) as info:  # the key is really taken
-        store.enqueue(new_job(idempotency_key=jobs[0].idempotency_key))
-    assert info.value.existing_job_id == jobs[0].id
-
-
-def test_a_retried_enqueue_still_reports_a_key_held_by_another_job(
-    store: MongoDBJobStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The first attempt loses its connection before anything was written; the retry then
-    meets a key held by another job: that is a real conflict and must be raised."""
-    holder = new_job(idempotency_key="taken")
-    store.enqueue(holder)
-    calls = _lose_the_first_answer(monkeypatch, store, schema.IDEMPOTENCY_KEYS, applied=False)
-    late = new_job(idempotency_key="taken")
-    with pytest.raises(DuplicateIdempotencyKeyError) as info:
-        store.enqueue(late)
-    assert calls.count(schema.IDEMPOTENCY_KEYS) == 2, "the enqueue was not retried"
-    assert info.value.existing_job_id == holder.id
-    assert store.get_job(late.id) is None
+    assert_stored_once(store, jobs)

@@ -18,7 +18,7 @@ import pytest
 from pymysql.connections import Connection
 
 from ratchet_store_mysql import MySQLJobStore
-from ratchet_store_mysql import _statements as sql
+from ratchet_store_mysql import _sql as sql
 from ratchet_store_mysql._claim import CANDIDATES_PER_LEVEL_FACTOR, claim_order, lock_and_claim
 from ratchet_store_mysql._pool import connect
 from ratchet_store_mysql._url import parse_store_url
@@ -90,7 +90,7 @@ def test_candidates_are_one_index_range_per_level(backlog: Connection[Any]) -> N
     """EXPLAIN of the candidate read: five range reads of ratchet_job_claim on (status,
     priority, scheduled_at), answered by the index alone ("Using index"), never sorted
     ("Using filesort" would mean the whole level is read and sorted before the LIMIT)."""
-    plan = _explain(backlog, sql.CLAIM_CANDIDATES, {"per_level": 2 * LIMIT})
+    plan = _explain(backlog, sql.STATEMENTS["claim_candidates"], {"per_level": 2 * LIMIT})
     reads = [row for row in plan if row["table"] == "ratchet_job"]
     assert len(reads) == 5, plan
     for row in reads:
@@ -102,7 +102,7 @@ def test_candidates_are_one_index_range_per_level(backlog: Connection[Any]) -> N
 def test_the_locking_read_goes_by_primary_key(backlog: Connection[Any]) -> None:
     """EXPLAIN of the locking read: point ranges on PRIMARY (record locks only, no gaps)."""
     ids = [f"backlog-{n:07d}" for n in range(1, LIMIT + 1)]
-    statement = sql.LOCK_CANDIDATES.format(ids=sql.placeholders(len(ids)))
+    statement = sql.statement("lock_candidates", ids=sql.placeholders(len(ids)))
     [row] = _explain(backlog, statement, [*ids, "2100-01-01"])
     assert (row["table"], row["type"], row["key"]) == ("ratchet_job", "range", "PRIMARY"), row
 
@@ -116,7 +116,8 @@ def test_each_level_reads_only_its_candidates(backlog: Connection[Any]) -> None:
         if "MariaDB" not in version:
             pytest.skip(f"ANALYZE FORMAT=JSON is MariaDB's; server is {version}")
         per_level = CANDIDATES_PER_LEVEL_FACTOR * LIMIT
-        cursor.execute(f"ANALYZE FORMAT=JSON {sql.CLAIM_CANDIDATES}", {"per_level": per_level})
+        candidates = sql.STATEMENTS["claim_candidates"]
+        cursor.execute(f"ANALYZE FORMAT=JSON {candidates}", {"per_level": per_level})
         report = json.loads(cursor.fetchone()[0])  # type: ignore[index]
 
     def tables(node: Any) -> Iterator[dict[str, Any]]:
@@ -144,7 +145,7 @@ def test_an_open_claim_locks_only_the_jobs_it_took(
     other = connect(parse_store_url(f"{mysql_url}?isolation_level={isolation}"))
     try:
         with claimer.cursor() as cursor:
-            cursor.execute(sql.CLAIM_CANDIDATES, {"per_level": 2 * LIMIT})
+            cursor.execute(sql.STATEMENTS["claim_candidates"], {"per_level": 2 * LIMIT})
             candidates = cursor.fetchall()
         now = candidates[0][3]
         order = claim_order(candidates, now, BOOST)

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from ratchet.spi import JobStore
 from ratchet_store_mysql import MySQLJobStore
 from ratchet_tck import Capabilities, JobStoreSuite
+from ratchet_tck.store.databases import OnTestDatabase
 
 pytestmark = pytest.mark.server
 
@@ -45,7 +45,7 @@ def test_server_default_leaves_the_session_alone(
     assert row is not None and _session_isolation(store) == str(row[1])
 
 
-class TestMySQLJobStoreRepeatableRead(JobStoreSuite):
+class TestMySQLJobStoreRepeatableRead(OnTestDatabase, JobStoreSuite):
     """The whole kit with every store connection at REPEATABLE READ (InnoDB's default)."""
 
     tck_name = "MySQL / MariaDB at REPEATABLE READ (ratchet-store-mysql)"
@@ -56,8 +56,6 @@ class TestMySQLJobStoreRepeatableRead(JobStoreSuite):
         return f"{mysql_url}?isolation_level=repeatable-read"
 
     @pytest.fixture
-    def store_factory(self, store_url: str) -> Callable[[], JobStore]:
-        cleaner = MySQLJobStore.from_url(store_url)
-        cleaner.reset_for_tests()
-        cleaner.close()
-        return lambda: MySQLJobStore.from_url(store_url)
+    def store_harness(self) -> None:
+        """None: the harness's contracts run once, at the default level (test_conformance)."""
+        return None

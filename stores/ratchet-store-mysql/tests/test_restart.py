@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +20,7 @@ import pytest
 from ratchet.errors import StoreUnavailableError
 from ratchet.spi import JobStatus
 from ratchet_store_mysql import MySQLJobStore
+from ratchet_tck.servers import PrivateServer
 from ratchet_tck.store import new_job
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -33,15 +31,15 @@ SERVER = shutil.which("mariadbd") or (
 )
 
 
-class PrivateServer:
+class PrivateMariaDB(PrivateServer):
     """One mariadbd on its own data directory and port; stop() and start() at will."""
 
+    start_attempts = 600  # a fresh server answers within seconds
+    start_interval = 0.05
+    stop_timeout = 60.0
+
     def __init__(self, root: Path) -> None:
-        self.root = root
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.process: subprocess.Popen[bytes] | None = None
+        super().__init__(root)
         subprocess.run(
             [str(INSTALL_DB), "--no-defaults", f"--datadir={root / 'data'}", "--skip-test-db",
              "--auth-root-authentication-method=normal", "--user=root"],
@@ -52,28 +50,18 @@ class PrivateServer:
     def url(self) -> str:
         return f"mysql://ratchet:secret-pw@127.0.0.1:{self.port}/ratchet?connect_timeout=2"
 
-    def start(self) -> None:
-        log = open(self.root / "server.log", "ab")  # noqa: SIM115 (the server keeps it)
-        self.process = subprocess.Popen(
-            [str(SERVER), "--no-defaults", f"--datadir={self.root / 'data'}",
-             f"--port={self.port}", "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}",
-             f"--pid-file={self.root / 'pid'}", "--user=root", "--skip-name-resolve",
-             "--innodb-buffer-pool-size=16M", "--skip-log-bin"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(600):  # bounded: a fresh server answers within seconds
-            try:
-                pymysql.connect(unix_socket=str(self.root / "sock"), user="root").close()
-                return
-            except pymysql.err.OperationalError:
-                assert self.process.poll() is None, (self.root / "server.log").read_text()
-                time.sleep(0.05)
-        raise AssertionError("the private server did not start")
+    def command(self) -> list[str]:
+        return [str(SERVER), "--no-defaults", f"--datadir={self.root / 'data'}",
+                f"--port={self.port}", "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}",
+                f"--pid-file={self.root / 'pid'}", "--user=root", "--skip-name-resolve",
+                "--innodb-buffer-pool-size=16M", "--skip-log-bin"]  # fmt: skip
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=60)
+    def answers(self) -> bool:
+        try:
+            pymysql.connect(unix_socket=str(self.root / "sock"), user="root").close()
+        except pymysql.err.OperationalError:
+            return False
+        return True
 
     def setup_user(self) -> None:
         conn = pymysql.connect(unix_socket=str(self.root / "sock"), user="root", autocommit=True)
@@ -84,19 +72,15 @@ class PrivateServer:
 
 
 @pytest.fixture
-def private_server(tmp_path: Path) -> Iterator[PrivateServer]:
+def private_server(tmp_path: Path) -> Iterator[PrivateMariaDB]:
     if INSTALL_DB is None or SERVER is None:
         pytest.skip("mariadbd is not installed: run `scripts/services up mariadb` first")
-    server = PrivateServer(tmp_path)
-    server.start()
-    try:
+    with PrivateMariaDB(tmp_path).running() as server:
         server.setup_user()
         yield server
-    finally:
-        server.stop()
 
 
-def test_the_store_survives_a_server_restart(private_server: PrivateServer) -> None:
+def test_the_store_survives_a_server_restart(private_server: PrivateMariaDB) -> None:
     """Jobs and claims made before a restart are all there after it; while the server is
     down calls raise StoreUnavailableError without the password; after it is back the
     pool replaces its dead connections and the next calls succeed."""

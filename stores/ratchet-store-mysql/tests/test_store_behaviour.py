@@ -1,44 +1,34 @@
-"""MySQL-specific behaviour beyond the kit: chunked batches stay all-or-nothing, keys are
+"""MySQL-specific behaviour beyond the kit: chunked batches stay all-or-nothing (the kit's
+batch tests, ``ratchet_tck.store.shared.batches``, on this store's chunks), keys are
 compared exactly, every outcome text is storable, matched (not changed) rows decide, and
-claims under contention still fill their batch."""
+claims under contention still fill their batch. Lock conflicts: ``test_lock_conflicts.py``."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
-import pymysql
 import pytest
 
 from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError
-from ratchet.spi import ExecutionStatus, JobStatus
+from ratchet.spi import JobStatus
 from ratchet_store_mysql import MySQLJobStore
-from ratchet_store_mysql import _statements as sql
+from ratchet_store_mysql import _sql as sql
 from ratchet_store_mysql._claim import claim_order, lock_and_claim
 from ratchet_store_mysql._enqueue import CHUNK_BYTES, CHUNK_ROWS
-from ratchet_store_mysql._pool import connect, run_with_retries
+from ratchet_store_mysql._pool import connect
 from ratchet_store_mysql._url import parse_store_url
 from ratchet_tck.store import new_job
+from ratchet_tck.store.shared import batches
+from ratchet_tck.store.shared.batches import *  # noqa: F403 (the kit's tests, on this module's hooks)
 
-server = pytest.mark.server
-
-
-@server
-def test_a_conflict_in_a_later_chunk_rejects_the_earlier_chunks(store: MySQLJobStore) -> None:
-    """A batch longer than one INSERT chunk is still one transaction: a used key in the
-    second chunk leaves no job and no key of the first chunk behind."""
-    holder = new_job(idempotency_key="used")
-    store.enqueue(holder)
-    batch = [new_job(idempotency_key=f"k{n}") for n in range(CHUNK_ROWS + 10)]
-    batch[-1] = new_job(idempotency_key="used")
-    with pytest.raises(DuplicateIdempotencyKeyError) as info:
-        store.enqueue_many(batch)
-    assert info.value.existing_job_id == holder.id
-    assert store.count_jobs()[JobStatus.PENDING] == 1
-    assert store.find_job_id_by_idempotency_key("k0") is None
+pytestmark = pytest.mark.server
 
 
-@server
+@pytest.fixture
+def enqueue_chunk_size() -> int:
+    return CHUNK_ROWS
+
+
 def test_large_payloads_are_split_by_size(store: MySQLJobStore) -> None:
     """Sixty jobs of 100 KB (two-byte characters) exceed one statement's byte budget: they
     go in several statements of one transaction, all stored intact."""
@@ -50,27 +40,6 @@ def test_large_payloads_are_split_by_size(store: MySQLJobStore) -> None:
     assert store.get_job(jobs[59].id).args == (59, text)  # type: ignore[union-attr]
 
 
-@server
-def test_business_key_conflict_in_a_batch_names_the_holder(store: MySQLJobStore) -> None:
-    holder = new_job(business_key="invoice-9")
-    store.enqueue(holder)
-    with pytest.raises(BusinessKeyConflictError) as info:
-        store.enqueue_many([new_job(business_key="other"), new_job(business_key="invoice-9")])
-    assert (info.value.key, info.value.existing_job_id) == ("invoice-9", holder.id)
-    assert store.find_active_job_by_business_key("other") is None
-
-
-@server
-@pytest.mark.parametrize("kind", ["idempotency_key", "business_key"])
-def test_a_key_twice_in_one_batch_is_refused_before_writing(
-    store: MySQLJobStore, kind: str
-) -> None:
-    with pytest.raises((DuplicateIdempotencyKeyError, BusinessKeyConflictError)):
-        store.enqueue_many([new_job(**{kind: "same"}), new_job(**{kind: "same"})])
-    assert sum(store.count_jobs().values()) == 0
-
-
-@server
 @pytest.mark.parametrize("kind", ["idempotency_key", "business_key"])
 def test_keys_are_compared_exactly(store: MySQLJobStore, kind: str) -> None:
     """Keys differing only in letter case, accents or trailing spaces are different keys
@@ -88,39 +57,25 @@ def test_keys_are_compared_exactly(store: MySQLJobStore, kind: str) -> None:
         store.enqueue(new_job(**{kind: "order-1 "}))
 
 
-@server
 def test_a_key_longer_than_its_column_is_refused_before_writing(store: MySQLJobStore) -> None:
     with pytest.raises(ValueError, match="at most 512"):
         store.enqueue_many([new_job(), new_job(business_key="k" * 513)])
     assert sum(store.count_jobs().values()) == 0
 
 
-@server
 def test_every_error_text_is_recorded(store: MySQLJobStore) -> None:
     """An outcome must never fail on its message (the job would stay RUNNING on a live node
     forever): NUL characters are kept, lone surrogates (not encodable) become U+FFFD."""
-    store.enqueue(new_job())
-    [claimed] = store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
-    assert store.fail_job(claimed.id, claimed.claim_seq, error="bad\x00byte \udcff 🦀")
-    job = store.get_job(claimed.id)
-    assert job is not None and job.last_error == "bad\x00byte \ufffd 🦀"
-    [execution] = store.list_executions(claimed.id)
-    assert (execution.status, execution.message) == (ExecutionStatus.FAILED, job.last_error)
+    batches.assert_error_text_is_recorded_as(
+        store, "bad\x00byte \udcff 🦀", "bad\x00byte \ufffd 🦀"
+    )
 
 
-@server
 def test_params_and_tags_round_trip(store: MySQLJobStore) -> None:
     params = {"tenant": "açme 🦀", "nested": {"list": [1, 2.5, None, True]}, "n": 3}
-    job = new_job(params=params, tags=("b", "a", "🦀"))
-    store.enqueue(job)
-    got = store.get_job(job.id)
-    assert got is not None and got.params == params and got.tags == ("b", "a", "🦀")
-    assert [j.id for j in store.list_jobs(tag="🦀")] == [job.id]
-    [claimed] = store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
-    assert claimed.params == params
+    batches.assert_params_and_tags_round_trip(store, params, ("b", "a", "🦀"))
 
 
-@server
 def test_matched_rows_decide_not_changed_rows(store: MySQLJobStore) -> None:
     """CLIENT.FOUND_ROWS: an UPDATE that matches a row but leaves it as it was still counts
     1. Marking the start of a claim that recorded it already, and recording the same late
@@ -136,15 +91,6 @@ def test_matched_rows_decide_not_changed_rows(store: MySQLJobStore) -> None:
     assert store._execute("UPDATE ratchet_node SET node_id = node_id WHERE node_id = 'same'") == 1
 
 
-@server
-def test_a_lease_far_below_a_microsecond_is_still_a_valid_lease(store: MySQLJobStore) -> None:
-    """Durations are whole microseconds; a smaller TTL becomes one microsecond, not zero."""
-    assert store.try_lock("tiny", 1e-9, "a")
-    assert store.renew_lock("tiny", 60, "a") in (True, False)
-    assert store.try_lock("tiny", 60, "a")
-
-
-@server
 def test_a_claim_under_contention_still_fills_its_batch(
     store: MySQLJobStore, mysql_url: str
 ) -> None:
@@ -156,7 +102,7 @@ def test_a_claim_under_contention_still_fills_its_batch(
     other = connect(parse_store_url(mysql_url))
     try:
         with other.cursor() as cursor:
-            cursor.execute(sql.CLAIM_CANDIDATES, {"per_level": 10})
+            cursor.execute(sql.STATEMENTS["claim_candidates"], {"per_level": 10})
             candidates = cursor.fetchall()
         now = candidates[0][3]
         other.begin()
@@ -167,40 +113,3 @@ def test_a_claim_under_contention_still_fills_its_batch(
     finally:
         other.rollback()
         other.close()
-
-
-def test_lock_conflicts_are_rerun_and_counted() -> None:
-    """A deadlock (1213) or lock wait timeout (1205) reruns the work; other errors do not."""
-    seen: list[BaseException] = []
-    calls = iter(
-        [
-            pymysql.err.OperationalError(1213, "Deadlock found"),
-            pymysql.err.OperationalError(1205, "Lock wait timeout exceeded"),
-            "done",
-        ]
-    )
-
-    def attempt() -> object:
-        outcome = next(calls)
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
-
-    assert run_with_retries(attempt, on_conflict=seen.append) == "done"
-    assert [exc.args[0] for exc in seen] == [1213, 1205]  # type: ignore[union-attr]
-    with pytest.raises(pymysql.err.IntegrityError):
-        run_with_retries(
-            lambda: (_ for _ in ()).throw(pymysql.err.IntegrityError(1062, "dup")),
-            on_conflict=seen.append,
-        )
-    assert len(seen) == 2
-
-
-@server
-def test_the_store_counts_no_lock_conflicts_in_normal_use(
-    fresh_store: Callable[..., MySQLJobStore],
-) -> None:
-    store = fresh_store()
-    store.enqueue(new_job())
-    store.claim_due_jobs(node_id="n", limit=1, priority_boost_seconds=0)
-    assert store.lock_conflict_retries == 0

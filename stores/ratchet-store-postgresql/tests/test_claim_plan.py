@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from ratchet_store_postgresql import PostgreSQLJobStore
-from ratchet_store_postgresql._statements import CLAIM_DUE_JOBS
+from ratchet_store_postgresql._statements import STATEMENTS
 
 pytestmark = pytest.mark.server
 
@@ -75,7 +75,7 @@ def _input(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def _claim_plan(conn: psycopg.Connection[Any], boost: float) -> dict[str, Any]:
     params = {"node_id": "explain", "limit": 50, "boost": boost, "start_now": 10}
-    row = conn.execute(f"EXPLAIN (FORMAT JSON) {CLAIM_DUE_JOBS}", params).fetchone()
+    row = conn.execute(f"EXPLAIN (FORMAT JSON) {STATEMENTS['claim_due_jobs']}", params).fetchone()
     assert row is not None
     plan: dict[str, Any] = row[0][0]["Plan"]
     return plan

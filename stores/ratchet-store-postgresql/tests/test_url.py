@@ -1,13 +1,24 @@
-"""Store URLs: schemes, libpq parameters, and a description that never shows a password."""
+"""Store URLs: schemes, libpq parameters, and a description that never shows a password;
+the errors of a store that cannot reach its server or was closed (no server needed)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ratchet.errors import InvalidStoreURLError
 from ratchet_store_postgresql import PostgreSQLJobStore
 from ratchet_store_postgresql._url import parse_store_url, redact_url
 from ratchet_store_postgresql.testing import with_database
+from ratchet_tck.store import package_checks as checks
+
+# What a refused URL's error says, and the URLs refused so.
+REFUSED = {
+    "not a PostgreSQL URL": ["postgres://u@h/db", "mysql://u@h/db"],
+    "names no database": ["postgresql://u:hunter2@h/"],
+    "cannot be parsed": [
+        "postgresql://u:hunter2@h/db?nonsense=1",
+        "postgresql://u@h/db?password=hunter2&nonsense=1",
+    ],
+}
 
 
 @pytest.mark.parametrize("scheme", ["postgresql", "postgresql+psycopg", "POSTGRESQL"])
@@ -31,44 +42,46 @@ def test_percent_encoded_credentials_are_decoded() -> None:
     assert "p/w" not in settings.display and "p%2F" not in settings.display
 
 
-@pytest.mark.parametrize(
-    ("url", "message"),
-    [
-        ("postgres://u@h/db", "not a PostgreSQL URL"),
-        ("mysql://u@h/db", "not a PostgreSQL URL"),
-        ("postgresql://u:hunter2@h/", "names no database"),
-        ("postgresql://u:hunter2@h/db?nonsense=1", "cannot be parsed"),
-        ("postgresql://u@h/db?password=hunter2&nonsense=1", "cannot be parsed"),
-    ],
-)
+@pytest.mark.parametrize(("url", "message"), checks.refusals(REFUSED))
 def test_bad_urls_are_explained_without_the_password(url: str, message: str) -> None:
-    with pytest.raises(InvalidStoreURLError, match=message) as info:
-        parse_store_url(url)
-    assert "hunter2" not in str(info.value)
+    checks.assert_bad_url_is_explained(parse_store_url, url, message)
 
 
 def test_redact_url_hides_both_password_forms() -> None:
-    assert redact_url("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
-    assert redact_url("postgresql://u@h/db?password=secret&x=1") == (
-        "postgresql://u@h/db?password=***&x=1"
-    )
+    checks.assert_redacts_both_password_forms(redact_url, "postgresql")
 
 
 def test_describe_never_contains_the_password() -> None:
     """``describe()`` (used in logs and reports) drops the password and the query string."""
-    store = PostgreSQLJobStore.from_url(
+    unconnected = PostgreSQLJobStore.from_url(
         "postgresql+psycopg://alice:s3cr3t@127.0.0.1:1/jobs?password=s3cr3t",
         auto_migrate=False,
         pool_min_size=0,
     )
-    try:
-        assert store.describe() == "postgresql://alice@127.0.0.1:1/jobs"
-        assert "s3cr3t" not in repr(store.describe())
-    finally:
-        store.close()
+    checks.assert_describe_hides_the_password(
+        unconnected, "postgresql://alice@127.0.0.1:1/jobs", password="s3cr3t"
+    )
 
 
 def test_with_database_swaps_only_the_database_name() -> None:
     assert with_database("postgresql://u:p@h:5432/a?sslmode=disable", "b") == (
         "postgresql://u:p@h:5432/b?sslmode=disable"
+    )
+
+
+def test_unreachable_server_raises_store_unavailable_without_the_password() -> None:
+    """Nothing listens on port 1: opening the store fails with StoreUnavailableError whose
+    message names the database but not the password."""
+    checks.assert_unreachable_server_is_unavailable(
+        lambda url: PostgreSQLJobStore.from_url(url, pool_timeout=0.5),
+        "postgresql://alice:s3cr3t-pw@127.0.0.1:1/ratchet?connect_timeout=2",
+        "postgresql://alice@127.0.0.1:1/ratchet",
+    )
+
+
+def test_a_closed_store_refuses_calls() -> None:
+    checks.assert_closed_store_refuses_calls(
+        PostgreSQLJobStore.from_url(
+            "postgresql://alice:pw@127.0.0.1:1/ratchet", auto_migrate=False, pool_min_size=0
+        )
     )

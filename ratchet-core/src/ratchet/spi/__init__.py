@@ -16,7 +16,13 @@ stable as the contracts themselves:
 - :func:`get_logger` (every ``ratchet.*`` logger: secrets masked), :func:`redact` (for a
   URL or driver message in an error), :func:`resolve_reference` (a plugin record's
   ``module:qualname`` strings), :func:`new_job_id`, :class:`RowDecoder` and
-  :func:`lenient_json` (SQL rows to value types).
+  :func:`lenient_json` (SQL rows to value types);
+- the checks every store makes before writing (:func:`check_new_jobs`,
+  :func:`check_lock_ttl`, …), the key-conflict errors worded once
+  (:func:`idempotency_key_used`, :func:`business_key_held`, …), and one retry after a
+  lost connection (:class:`ConnectionLostError`, :func:`run_idempotent`);
+- :mod:`ratchet.spi.sql`: the shared SQL store layer (``SQLJobStore``, ``Statements``,
+  ``RowEncoder``).
 """
 
 from __future__ import annotations
@@ -64,9 +70,20 @@ from ratchet.spi._capabilities import (
     SupportsTestReset,
     SupportsTransactionalEnqueue,
 )
+from ratchet.spi._checks import check_aware, check_lock_ttl, check_new_jobs, require_recurring_id
 from ratchet.spi._class_policy import ClassPolicy, ModuleAllowlistClassPolicy
+from ratchet.spi._conflicts import (
+    business_key_held,
+    business_key_twice,
+    idempotency_key_twice,
+    idempotency_key_used,
+    job_not_stored,
+    retry_blocked_by_business_key,
+)
 from ratchet.spi._coordinator import ClusterCoordinator, NoOpClusterCoordinator, WakeupHint
 from ratchet.spi._identity import DefaultNodeIdentityProvider, NodeIdentityProvider
+from ratchet.spi._plugin_tools import ensure_database_main, lazy_exports, require_url_scheme
+from ratchet.spi._reconnect import ConnectionLostError, run_idempotent
 from ratchet.spi._retry_policy import DefaultRetryPolicy, RetryPolicy
 from ratchet.spi._rows import RowDecoder, lenient_json
 from ratchet.spi._startup import StartupCoordinator, StoreStartupCoordinator
@@ -98,6 +115,7 @@ __all__ = [
     "ClassPolicy",
     "ClusterCoordinator",
     "Completion",
+    "ConnectionLostError",
     "CoordinatorMetrics",
     "DefaultNodeIdentityProvider",
     "DefaultRetryPolicy",
@@ -131,11 +149,25 @@ __all__ = [
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",
     "WakeupHint",
+    "business_key_held",
+    "business_key_twice",
+    "check_aware",
+    "check_lock_ttl",
+    "check_new_jobs",
     "decode_envelope",
     "encode_envelope",
+    "ensure_database_main",
     "get_logger",
+    "idempotency_key_twice",
+    "idempotency_key_used",
+    "job_not_stored",
+    "lazy_exports",
     "lenient_json",
     "new_job_id",
     "redact",
+    "require_recurring_id",
+    "require_url_scheme",
     "resolve_reference",
+    "retry_blocked_by_business_key",
+    "run_idempotent",
 ]

@@ -106,6 +106,14 @@ class RecordingListener:
         with self._changed:
             return self._changed.wait_for(lambda: len(self.hints) >= count, timeout)
 
+    def wait_for_hint_from(self, source: str, timeout: float) -> bool:
+        """Wait until a hint whose ``source_node`` is ``source`` arrived (hints from other
+        nodes may come first); ``False`` if none did within ``timeout`` seconds."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: any(hint.source_node == source for hint in self.hints), timeout
+            )
+
 
 def metrics_of(coordinator: ClusterCoordinator) -> CoordinatorMetrics:
     """The coordinator's exact counters (``metrics()``, as

@@ -9,8 +9,9 @@ every installed plugin, and that must not import pymongo.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ratchet.spi import lazy_exports
 
 if TYPE_CHECKING:
     from ratchet_store_mongodb.store import MongoDBJobStore
@@ -20,11 +21,4 @@ __all__ = ["MongoDBJobStore"]
 _HOMES = {"MongoDBJobStore": "ratchet_store_mongodb.store"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from ratchet.spi import (
     BackoffPolicy,
@@ -18,6 +18,7 @@ from ratchet.spi import (
     NodeInfo,
     RecurringDefinition,
 )
+from ratchet.spi import check_aware as shared_check_aware
 
 __all__ = [
     "aware",
@@ -47,12 +48,8 @@ def _maybe(moment: datetime | None) -> datetime | None:
 
 
 def check_aware(moment: datetime) -> datetime:
-    if moment.tzinfo is None:
-        raise ValueError(
-            f"Scheduled time {moment!r} has no time zone; pass an aware datetime "
-            "(for example datetime.now(UTC) + timedelta(minutes=5))."
-        )
-    return moment.astimezone(UTC)
+    """``moment`` in UTC; ValueError naming it when it has no time zone."""
+    return shared_check_aware(moment).astimezone(UTC)
 
 
 def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str, Any]:
@@ -151,21 +148,42 @@ def redelivery_count(doc: Doc) -> int:
     return int(doc.get("redeliveries", doc["crash_count"]))
 
 
-def claimed_from_doc(doc: Doc, *, start_recorded: bool) -> ClaimedJob:
-    """``doc`` is the job as it is after the claim; ``start_recorded`` is whether the
-    claim recorded the job's start."""
-    return ClaimedJob(
-        id=doc["_id"],
+class _TemplateFields(TypedDict):
+    """What a job is, as a claimed job and a recurring definition both carry it."""
+
+    name: str
+    target: str
+    args_json: str
+    kwargs_json: str
+    priority: int
+    max_retries: int
+    backoff: BackoffPolicy
+    backoff_ms: int
+    timeout_seconds: float | None
+
+
+def _template_from_doc(doc: Doc) -> _TemplateFields:
+    """The template fields of a job or recurring document, decoded alike for both."""
+    return _TemplateFields(
         name=doc["name"],
         target=doc["target"],
         args_json=doc["args_json"],
         kwargs_json=doc["kwargs_json"],
         priority=int(doc["priority"]),
-        attempt=int(doc["attempts"]) + 1,
         max_retries=int(doc["max_retries"]),
         backoff=BackoffPolicy(doc["backoff"]),
         backoff_ms=int(doc["backoff_ms"]),
         timeout_seconds=doc.get("timeout_seconds"),
+    )
+
+
+def claimed_from_doc(doc: Doc, *, start_recorded: bool) -> ClaimedJob:
+    """``doc`` is the job as it is after the claim; ``start_recorded`` is whether the
+    claim recorded the job's start."""
+    return ClaimedJob(
+        id=doc["_id"],
+        **_template_from_doc(doc),
+        attempt=int(doc["attempts"]) + 1,
         crash_count=int(doc["crash_count"]),
         claim_seq=int(doc["claim_seq"]),
         params=json.loads(doc["params_json"]),
@@ -227,15 +245,7 @@ def recurring_from_doc(doc: Doc) -> RecurringDefinition:
         cron=doc["cron"],
         zone=doc["zone"],
         misfire=doc["misfire"],
-        name=doc["name"],
-        target=doc["target"],
-        args_json=doc["args_json"],
-        kwargs_json=doc["kwargs_json"],
-        priority=int(doc["priority"]),
-        max_retries=int(doc["max_retries"]),
-        backoff=BackoffPolicy(doc["backoff"]),
-        backoff_ms=int(doc["backoff_ms"]),
-        timeout_seconds=doc.get("timeout_seconds"),
+        **_template_from_doc(doc),
         tags=tuple(doc.get("tags") or ()),
         source=doc["source"],
         created_at=aware(doc["created_at"]),

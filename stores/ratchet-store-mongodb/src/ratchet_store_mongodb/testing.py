@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from ratchet_store_mongodb._url import redact_url
+from ratchet.spi import ensure_database_main
 
 __all__ = ["ensure_database", "with_database"]
 
@@ -30,13 +30,9 @@ def ensure_database(url: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m ratchet_store_mongodb.testing MONGODB_URL", file=sys.stderr)
-        return 2
-    ensure_database(args[0])
-    print(f"database ready: {redact_url(args[0])}")
-    return 0
+    return ensure_database_main(
+        argv, module="ratchet_store_mongodb.testing", url_name="MONGODB_URL", ensure=ensure_database
+    )
 
 
 if __name__ == "__main__":

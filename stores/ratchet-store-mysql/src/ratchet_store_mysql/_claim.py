@@ -30,9 +30,17 @@ from typing import Any
 from pymysql.connections import Connection
 
 from ratchet.spi import ClaimedJob
-from ratchet_store_mysql import _rows
-from ratchet_store_mysql import _statements as sql
 from ratchet_store_mysql._pool import rollback_quietly
+from ratchet_store_mysql._rows import claimed_job
+from ratchet_store_mysql._sql import (
+    EXECUTION_ROW,
+    STARTED_ALL,
+    STARTED_NONE,
+    STARTED_SOME,
+    STATEMENTS,
+    placeholders,
+    statement,
+)
 
 __all__ = [
     "CANDIDATES_PER_LEVEL_FACTOR",
@@ -88,7 +96,7 @@ def lock_and_claim(
                 break
             tried += len(batch)
             cursor.execute(
-                sql.LOCK_CANDIDATES.format(ids=sql.placeholders(len(batch))), [*batch, now]
+                statement("lock_candidates", ids=placeholders(len(batch))), [*batch, now]
             )
             locked = {bytes(row[0]): row for row in cursor.fetchall()}
             chosen += [locked[job_id] for job_id in batch if job_id in locked]
@@ -101,13 +109,13 @@ def lock_and_claim(
         starting = len(ids) if start_now is None else max(0, min(start_now, len(ids)))
         marked: list[Any] = []
         if starting == len(ids):
-            assign = sql.STARTED_ALL
+            assign = STARTED_ALL
         elif starting == 0:
-            assign = sql.STARTED_NONE
+            assign = STARTED_NONE
         else:
-            assign, marked = sql.STARTED_SOME.format(ids=sql.placeholders(starting)), ids[:starting]
+            assign, marked = STARTED_SOME.format(ids=placeholders(starting)), ids[:starting]
         cursor.execute(
-            sql.CLAIM_LOCKED.format(started=assign, ids=sql.placeholders(len(ids))),
+            statement("claim_locked", started=assign, ids=placeholders(len(ids))),
             [node_id, now, now, *marked, now, *ids],
         )
         # CLIENT.FOUND_ROWS: the count is rows matched, and every locked row must match.
@@ -117,14 +125,14 @@ def lock_and_claim(
                 "rolled back"
             )
         jobs = [
-            _rows.claimed_job(row, claimed_at=now, start_recorded=index < starting)
+            claimed_job(row, claimed_at=now, start_recorded=index < starting)
             for index, row in enumerate(chosen)
         ]
         opened = [
             value for job in jobs for value in (job.id, job.claim_seq, job.attempt, node_id, now)
         ]
         cursor.execute(
-            sql.OPEN_EXECUTIONS.format(rows=sql.placeholders(len(jobs), sql.EXECUTION_ROW)), opened
+            statement("open_executions", rows=placeholders(len(jobs), EXECUTION_ROW)), opened
         )
     return jobs
 
@@ -139,7 +147,9 @@ def claim_due_jobs(
 ) -> list[ClaimedJob]:
     """The whole claim on ``conn`` (an idle autocommit connection); see the module doc."""
     with conn.cursor() as cursor:
-        cursor.execute(sql.CLAIM_CANDIDATES, {"per_level": CANDIDATES_PER_LEVEL_FACTOR * limit})
+        cursor.execute(
+            STATEMENTS["claim_candidates"], {"per_level": CANDIDATES_PER_LEVEL_FACTOR * limit}
+        )
         candidates = cursor.fetchall()
     if not candidates:
         return []

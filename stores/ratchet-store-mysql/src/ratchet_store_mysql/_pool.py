@@ -9,13 +9,12 @@ A small thread-safe pool of PyMySQL connections of our own (PyMySQL has none):
   that closed it (``KILL``, restart, ``wait_timeout``) leaves it readable, and it is
   replaced by a fresh one. So after a restart or a kill the next call normally just works.
 * A connection that fails in use is discarded, with every idle one (after a restart they
-  are all dead); the call raises :class:`ConnectionLostError` (a StoreUnavailableError)
-  with the password redacted.
+  are all dead); the call raises :class:`ratchet.spi.ConnectionLostError` (a
+  StoreUnavailableError) with the password redacted.
 * Idempotent calls (reads; enqueues, which carry their job ids) that lose their connection
-  in use are run once more (:meth:`PooledStore._run_idempotent`): the idle connections
-  were just discarded, so the retry runs on a fresh (or just used) connection, and one
-  retry is enough; a second loss means the server is going away again. This covers a
-  server hang-up the poll could not see yet. Claims and fenced outcome writes are not
+  in use are run once more (:func:`ratchet.spi.run_idempotent`): the idle connections
+  were just discarded, so the retry runs on a fresh (or just used) connection. This covers
+  a server hang-up the poll could not see yet. Claims and fenced outcome writes are not
   retried here: the server may have applied them before the answer was lost, and only the
   engine can read back what happened.
 
@@ -38,7 +37,7 @@ from pymysql.constants import CLIENT
 from pymysql.cursors import Cursor
 
 from ratchet.errors import RatchetError, StoreUnavailableError
-from ratchet.spi import get_logger, redact
+from ratchet.spi import ConnectionLostError, get_logger, redact, run_idempotent
 from ratchet_store_mysql._url import ConnectionSettings, IsolationLevel, parse_store_url
 
 __all__ = [
@@ -67,10 +66,6 @@ LOCK_CONFLICT_ERRNOS = frozenset({1205, 1213})
 
 # Strict mode: a value that does not fit is an error, never silently truncated.
 _SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
-
-
-class ConnectionLostError(StoreUnavailableError):
-    """A pooled connection broke while a call used it: the server closed it or went away."""
 
 
 def _errno(exc: BaseException) -> int | None:
@@ -259,7 +254,8 @@ T = TypeVar("T")
 
 
 class PooledStore:
-    """A pool on one MySQL database, and helpers to run statements and transactions on it.
+    """A pool on one MySQL database, and helpers to run SQL text and transactions on it
+    (the store maps the shared layer's statement names onto them).
 
     Lock conflicts (a deadlock, or a lock wait timeout) are retried from the start a few
     times, since InnoDB already rolled the work back; :attr:`lock_conflict_retries` counts
@@ -296,19 +292,6 @@ class PooledStore:
     def _connection(self) -> AbstractContextManager[Connection[Any]]:
         return self._pool.connection()
 
-    def _run_idempotent(self, call: Callable[[bool], T]) -> T:
-        """``call(False)``, and ``call(True)`` once more if it raised ConnectionLostError.
-
-        Only for calls that may safely run twice: reads, and writes whose second run has
-        the same effect and answer. The flag tells the call it is the retry, so a write can
-        recognise its own lost first attempt (enqueue does, by its job ids).
-        """
-        try:
-            return call(False)
-        except ConnectionLostError as exc:
-            log.info("MySQL store %s: connection lost, retrying once: %s", self._display, exc)
-            return call(True)
-
     def _with_connection(
         self, work: Callable[[Connection[Any]], T], *, idempotent: bool = False
     ) -> T:
@@ -324,9 +307,9 @@ class PooledStore:
             result: T = run_with_retries(attempt, on_conflict=self._count_conflict)
             return result
 
-        return self._run_idempotent(run) if idempotent else run(False)
+        return run_idempotent(run, log=log, store=self._display) if idempotent else run(False)
 
-    def _transaction(self, work: Callable[[Cursor], T]) -> T:
+    def _in_transaction(self, work: Callable[[Cursor], T]) -> T:
         """``work(cursor)`` in one transaction, committed when it returns (not retried
         after a lost connection: the commit may have happened)."""
 
@@ -347,7 +330,7 @@ class PooledStore:
         """Run one statement (its own transaction); returns the matched row count.
 
         ``idempotent``: the statement may run twice with the same effect and answer, so a
-        lost connection retries it once (:meth:`_run_idempotent`).
+        lost connection retries it once.
         """
 
         def run(conn: Connection[Any]) -> int:

@@ -1,30 +1,32 @@
-"""Rows read back from MySQL, turned into Ratchet's frozen value types.
+"""Values between Ratchet and MySQL: the store's ``RowDecoder`` and ``RowEncoder``.
 
-Column order is the one of :data:`~ratchet_store_mysql._statements.JOB_COLUMNS`,
-:data:`~ratchet_store_mysql._statements.CLAIMED_COLUMNS` and the SELECTs beside them.
 PyMySQL returns DATETIME as naive values (they are UTC: see the schema) and VARBINARY as
-bytes (UTF-8 text).
+bytes (UTF-8 text); it binds naive datetimes as DATETIME(6). Column orders are those of
+:class:`ratchet.spi.RowDecoder`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ratchet.spi import ClaimedJob, RowDecoder
+from ratchet.spi import ClaimedJob
+from ratchet.spi.sql import RowDecoder, RowEncoder
 
 __all__ = [
+    "DECODE",
+    "ENCODE",
     "claimed_job",
-    "execution",
-    "job",
-    "node",
-    "recurring",
+    "microseconds",
+    "naive_utc",
+    "storable_text",
     "text",
-    "text_or_none",
-    "to_database",
     "utc",
 ]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def utc(moment: datetime) -> datetime:
@@ -32,13 +34,8 @@ def utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC)
 
 
-def to_database(moment: datetime) -> datetime:
+def naive_utc(moment: datetime) -> datetime:
     """An aware datetime as the naive UTC value a DATETIME(6) column stores."""
-    if moment.tzinfo is None:
-        raise ValueError(
-            f"Time {moment!r} has no time zone; pass an aware datetime "
-            "(for example datetime.now(UTC) + timedelta(minutes=5))."
-        )
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
@@ -47,21 +44,27 @@ def text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes | bytearray) else value
 
 
-def text_or_none(value: bytes | str | None) -> str | None:
-    return None if value is None else text(value)
+def microseconds(seconds: float) -> int:
+    """A non-negative duration in whole microseconds (the unit of every INTERVAL here)."""
+    return max(0, round(float(seconds) * 1_000_000))
 
 
-# PyMySQL returns naive UTC DATETIMEs, VARBINARY as bytes, tags and params as JSON text.
-_DECODE = RowDecoder(time=utc, text=text)
+def storable_text(value: str) -> str:
+    """``value`` with lone surrogates (which UTF-8 cannot encode, e.g. from undecodable
+    file names in a traceback) replaced by U+FFFD, so an outcome write never fails on its
+    message."""
+    return _SURROGATE.sub("\ufffd", value)
 
-job = _DECODE.job
-execution = _DECODE.execution
-node = _DECODE.node
-recurring = _DECODE.recurring
+
+DECODE = RowDecoder(time=utc, text=text)
+"""Rows to value types: naive UTC DATETIMEs, VARBINARY as bytes, tags and params as JSON."""
+
+ENCODE = RowEncoder(time=naive_utc, duration=microseconds, text=storable_text)
+"""Value types to parameters: naive UTC times, durations in whole microseconds."""
 
 
 def claimed_job(row: Sequence[Any], *, claimed_at: datetime, start_recorded: bool) -> ClaimedJob:
-    """A row of LOCK_CANDIDATES, read under lock just before the claim UPDATE: the claim
+    """A row of lock_candidates, read under lock just before the claim UPDATE: the claim
     adds one to its ``claim_seq`` and opens attempt ``attempts + 1`` at ``claimed_at``;
     ``start_recorded`` is whether that UPDATE recorded the job's start."""
-    return _DECODE.claimed_job(row, start_recorded=start_recorded, read_before_claim_at=claimed_at)
+    return DECODE.claimed_job(row, start_recorded=start_recorded, read_before_claim_at=claimed_at)

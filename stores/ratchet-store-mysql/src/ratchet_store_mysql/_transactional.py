@@ -7,14 +7,19 @@ the caller rolls back ("transactional outbox" without an outbox). Accepted conne
 * a PyMySQL :class:`pymysql.connections.Connection` (autocommit or not);
 * when SQLAlchemy is installed, an SQLAlchemy ``Connection`` or ORM ``Session`` whose
   driver is PyMySQL (``mysql+pymysql://``); the statements run on its DBAPI connection,
-  inside the transaction SQLAlchemy has begun (one is begun if none has).
+  inside the transaction SQLAlchemy has begun (one is begun if none has);
+* the same inside ``run_sync`` of an ``AsyncConnection`` or ``AsyncSession`` on
+  ``mysql+aiomysql://`` (what ``Ratchet.enqueue_in_async`` does): the DBAPI connection is
+  then SQLAlchemy's asyncio adapter around an aiomysql connection, driven through
+  :class:`AwaitedAioMySQL`. aiomysql is PyMySQL's protocol and errors made async.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pymysql
 from pymysql.connections import Connection
@@ -22,16 +27,26 @@ from pymysql.constants import SERVER_STATUS
 
 from ratchet.errors import RatchetError
 from ratchet.spi import NewJob, SupportsTransactionalEnqueue
-from ratchet_store_mysql._enqueue import KeyConflict, check_batch, conflict_error, insert_jobs
+from ratchet.spi.sql import driver_connection, sqlalchemy_dbapi_connection
+from ratchet_store_mysql._enqueue import KeyConflict, conflict_error, insert_jobs
 from ratchet_store_mysql._pool import PooledStore, rollback_quietly
 
-__all__ = ["SupportsTransactionalEnqueue", "TransactionalEnqueue", "pymysql_connection"]
+__all__ = [
+    "AwaitedAioMySQL",
+    "SupportsTransactionalEnqueue",
+    "TransactionalEnqueue",
+    "pymysql_connection",
+]
 
 _SAVEPOINT = "ratchet_enqueue"
 
 
 class TransactionalEnqueue(PooledStore):
     """Mixin of :class:`~ratchet_store_mysql.MySQLJobStore`: the capability above."""
+
+    if TYPE_CHECKING:  # supplied by the store's SQLJobStore (a stub here would shadow it)
+
+        def _check_new_jobs(self, jobs: Sequence[NewJob]) -> None: ...
 
     def enqueue_in(self, connection: Any, job: NewJob) -> None:
         """Insert ``job`` inside the transaction open on ``connection``; the caller commits.
@@ -49,7 +64,7 @@ class TransactionalEnqueue(PooledStore):
     def enqueue_many_in(self, connection: Any, jobs: Sequence[NewJob]) -> None:
         """Insert ``jobs`` all-or-nothing inside the transaction open on ``connection``."""
         conn = pymysql_connection(connection)
-        check_batch(jobs)
+        self._check_new_jobs(jobs)
         if not jobs:
             return
         charset = str(getattr(conn, "charset", ""))
@@ -111,18 +126,25 @@ def pymysql_connection(connection: Any) -> Connection[Any]:
     """The PyMySQL connection behind ``connection`` (PyMySQL or SQLAlchemy).
 
     For SQLAlchemy, begins the Connection's or Session's transaction if none is active,
-    so the caller's ``commit()`` commits the jobs and ``rollback()`` discards them.
+    so the caller's ``commit()`` commits the jobs and ``rollback()`` discards them. On an
+    async engine (inside ``run_sync``) the result is an :class:`AwaitedAioMySQL` in the
+    PyMySQL ``Connection``'s place.
     """
     if isinstance(connection, Connection):
         return connection
-    dbapi = _sqlalchemy_dbapi_connection(connection)
+    dbapi = sqlalchemy_dbapi_connection(connection)
     if isinstance(dbapi, Connection):
         return dbapi
     if dbapi is not None:
+        driver = driver_connection(dbapi)
+        aiomysql = sys.modules.get("aiomysql")  # imported if the engine uses it
+        if aiomysql is not None and isinstance(driver, aiomysql.Connection):
+            # It answers every call enqueue_many_in makes on a PyMySQL Connection.
+            return cast("Connection[Any]", AwaitedAioMySQL(dbapi, driver))
         raise TypeError(
-            f"The SQLAlchemy connection uses the driver {type(dbapi).__module__!r}; "
-            "transactional enqueue needs PyMySQL. Create the engine with a "
-            "mysql+pymysql:// URL."
+            f"The SQLAlchemy connection uses the driver {type(driver).__module__!r}; "
+            "transactional enqueue needs PyMySQL (or aiomysql on an async engine). Create "
+            "the engine with a mysql+pymysql:// URL (create_async_engine: mysql+aiomysql://)."
         )
     raise TypeError(
         f"Cannot enqueue through {type(connection).__name__!r}: pass a "
@@ -131,16 +153,41 @@ def pymysql_connection(connection: Any) -> Connection[Any]:
     )
 
 
-def _sqlalchemy_dbapi_connection(connection: Any) -> object | None:
-    try:
-        from sqlalchemy.engine import Connection as SAConnection
-        from sqlalchemy.orm import Session
-    except ImportError:  # SQLAlchemy is optional
-        return None
-    if isinstance(connection, Session):
-        connection = connection.connection()  # begins the session's transaction if needed
-    if not isinstance(connection, SAConnection):
-        return None
-    if not connection.in_transaction():
-        connection.begin()
-    return connection.connection.dbapi_connection
+class AwaitedAioMySQL:
+    """The part of PyMySQL's ``Connection`` that :meth:`TransactionalEnqueue.enqueue_many_in`
+    uses, on the aiomysql connection behind SQLAlchemy's asyncio adapter.
+
+    Cursors, commit and rollback are the adapter's DB-API facade, the way SQLAlchemy runs
+    its own statements (PyMySQL's errors, as aiomysql raises them); ``begin()``, which the
+    facade lacks, is aiomysql's, awaited with the adapter's ``run_async``; the status flags
+    and the character set are read from the driver (no round trip). Only valid inside
+    ``run_sync``.
+    """
+
+    def __init__(self, adapted: Any, driver: Any) -> None:
+        self._adapted = adapted
+        self._driver = driver
+
+    @property
+    def charset(self) -> str:
+        return str(self._driver.charset)
+
+    @property
+    def server_status(self) -> int:
+        return int(self._driver.server_status or 0)
+
+    def get_autocommit(self) -> bool:
+        return bool(self._driver.get_autocommit())
+
+    def cursor(self) -> Any:
+        """A DB-API cursor (a context manager, as PyMySQL's)."""
+        return self._adapted.cursor()
+
+    def begin(self) -> None:
+        self._adapted.run_async(lambda driver: driver.begin())
+
+    def commit(self) -> None:
+        self._adapted.commit()
+
+    def rollback(self) -> None:
+        self._adapted.rollback()

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from ratchet.errors import InvalidStoreURLError
-from ratchet.spi import redact
+from ratchet.spi import redact, require_url_scheme
 
 __all__ = [
     "QUERY_OPTIONS",
@@ -112,12 +112,13 @@ class ConnectionSettings:
 
 def parse_store_url(url: str) -> ConnectionSettings:
     """Validate ``url`` and turn it into connection settings; raises InvalidStoreURLError."""
-    scheme, sep, _rest = url.partition("://")
-    if not sep or scheme.lower() not in SCHEMES:
-        raise InvalidStoreURLError(
-            f"Store URL {redact_url(url)!r} is not a MySQL URL. Write it as "
-            "mysql://user:password@host:3306/dbname (or mysql+pymysql://…)."
-        )
+    require_url_scheme(
+        url,
+        SCHEMES,
+        kind="MySQL",
+        example="mysql://user:password@host:3306/dbname (or mysql+pymysql://…)",
+        shown=redact_url(url),
+    )
     parts = urlsplit(url)
     try:
         port = parts.port or 3306

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
-from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import pymysql
 from pymysql.connections import Connection
 
 from ratchet.errors import StoreUnavailableError
+from ratchet.spi.sql import Migration, load_migrations
 
 __all__ = ["MIGRATION_LOCK_TIMEOUT", "Migration", "apply_migrations", "migrations", "schema_sql"]
 
@@ -41,40 +39,12 @@ CREATE TABLE IF NOT EXISTS ratchet_schema_version (
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin
 """
 
+
 # A statement ends with ";" at the end of a line (the files promise no ";" elsewhere at a
 # line end, and none in comments).
-_STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Migration:
-    """One migration file: its version (the number before ``_``), file name and SQL."""
-
-    version: int
-    name: str
-    sql: str
-
-    def statements(self) -> list[str]:
-        """The file's statements, comments removed, in order."""
-        code = "\n".join(
-            line for line in self.sql.splitlines() if not line.lstrip().startswith("--")
-        )
-        return [part.strip() for part in _STATEMENT_END.split(code) if part.strip()]
-
-
 def migrations() -> list[Migration]:
     """Every migration shipped with this package, in version order."""
-    folder = resources.files("ratchet_store_mysql").joinpath("migrations")
-    found = [
-        Migration(
-            version=int(entry.name.split("_", 1)[0]),
-            name=entry.name,
-            sql=entry.read_text(encoding="utf-8"),
-        )
-        for entry in folder.iterdir()
-        if entry.name.endswith(".sql")
-    ]
-    return sorted(found, key=lambda migration: migration.version)
+    return load_migrations("ratchet_store_mysql")
 
 
 def schema_sql() -> str:

@@ -15,7 +15,8 @@ import pymysql
 from pymysql.connections import Connection
 from pymysql.cursors import Cursor
 
-from ratchet_store_mysql._url import parse_store_url, redact_url
+from ratchet.spi import ensure_database_main
+from ratchet_store_mysql._url import parse_store_url
 
 __all__ = ["drop_database", "ensure_database", "with_database"]
 
@@ -57,13 +58,9 @@ def drop_database(url: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m ratchet_store_mysql.testing MYSQL_URL", file=sys.stderr)
-        return 2
-    ensure_database(args[0])
-    print(f"database ready: {redact_url(args[0])}")
-    return 0
+    return ensure_database_main(
+        argv, module="ratchet_store_mysql.testing", url_name="MYSQL_URL", ensure=ensure_database
+    )
 
 
 if __name__ == "__main__":

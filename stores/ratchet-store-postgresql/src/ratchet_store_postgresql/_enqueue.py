@@ -8,7 +8,6 @@ the caller's transaction, never retried).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,21 +17,28 @@ from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
-from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyError, RatchetError
-from ratchet.spi import NewJob
-from ratchet_store_postgresql import _statements as sql
+from ratchet.errors import RatchetError
+from ratchet.spi import (
+    NewJob,
+    business_key_held,
+    check_new_jobs,
+    idempotency_key_used,
+    job_not_stored,
+)
+from ratchet.spi.sql import strict_json
+from ratchet_store_postgresql._rows import ENCODER
+from ratchet_store_postgresql._statements import STATEMENTS
 
 __all__ = [
     "CHUNK_SIZE",
+    "COPY_THRESHOLD",
     "Hint",
-    "check_batch",
     "conflict_error",
     "copy_jobs",
     "enqueue_in_transaction",
     "insert_jobs",
     "insert_pooled",
     "needs_transaction",
-    "storable_text",
 ]
 
 Connection = psycopg.Connection[Any]
@@ -47,90 +53,14 @@ IDEMPOTENCY_KEY_INDEX = "ratchet_idempotency_key_pkey"
 _SAVEPOINT = "ratchet_enqueue"
 
 
-def storable_text(text: str | None) -> str | None:
-    """``text`` with NUL characters replaced: PostgreSQL ``text`` cannot hold U+0000, and an
-    exception message must never make an outcome write fail."""
-    return None if text is None else text.replace("\x00", "\ufffd")
-
-
-def check_batch(jobs: Sequence[NewJob]) -> None:
-    """Checks that need no database: aware times, and no key twice in one batch."""
-    first_with_key: dict[tuple[str, str], str] = {}
-    for job in jobs:
-        if job.scheduled_at is not None and job.scheduled_at.tzinfo is None:
-            raise ValueError(
-                f"Scheduled time {job.scheduled_at!r} has no time zone; pass an aware datetime "
-                "(for example datetime.now(UTC) + timedelta(minutes=5))."
-            )
-        for kind, key in (("idempotency", job.idempotency_key), ("business", job.business_key)):
-            if key is None:
-                continue
-            earlier = first_with_key.setdefault((kind, key), job.id)
-            if earlier == job.id:
-                continue
-            if kind == "idempotency":
-                raise DuplicateIdempotencyKeyError(
-                    f"Idempotency key {key!r} appears twice in one batch (jobs {earlier!r} "
-                    f"and {job.id!r}); keys are unique forever. Give each job its own key.",
-                    key=key,
-                    existing_job_id=earlier,
-                )
-            raise BusinessKeyConflictError(
-                f"Business key {key!r} appears twice in one batch (jobs {earlier!r} and "
-                f"{job.id!r}); a business key belongs to one active job at a time.",
-                key=key,
-                existing_job_id=earlier,
-            )
-
-
 def _chunk_parameters(jobs: Sequence[NewJob]) -> dict[str, list[Any]]:
-    scheduled: list[datetime | None] = [job.scheduled_at for job in jobs]
-    return {
-        "id": [job.id for job in jobs],
-        "name": [job.name for job in jobs],
-        "target": [job.target for job in jobs],
-        "args_json": [job.args_json for job in jobs],
-        "kwargs_json": [job.kwargs_json for job in jobs],
-        "priority": [int(job.priority) for job in jobs],
-        "max_retries": [job.max_retries for job in jobs],
-        "backoff": [job.backoff.value for job in jobs],
-        "backoff_ms": [job.backoff_ms for job in jobs],
-        "timeout_seconds": [job.timeout_seconds for job in jobs],
-        "business_key": [job.business_key for job in jobs],
-        "idempotency_key": [job.idempotency_key for job in jobs],
-        "tags_json": [json.dumps(list(job.tags), ensure_ascii=False) for job in jobs],
-        # Strict like the engine's codec: jsonb refuses NaN and infinities anyway.
-        "params_json": [
-            json.dumps(job.params, allow_nan=False, ensure_ascii=False) for job in jobs
-        ],
-        "recurring_id": [job.recurring_id for job in jobs],
-        "scheduled_at": scheduled,
-        "delay_seconds": [float(job.delay_seconds) for job in jobs],
-    }
+    """One array per parameter of the array insert: the encoder's parameters, by column."""
+    rows = [ENCODER.new_job(job) for job in jobs]
+    return {name: [row[name] for row in rows] for name in rows[0]}
 
 
 Hint = tuple[str, str]
 """A wakeup to send with an insert: ``(NOTIFY channel, payload)``."""
-
-
-def _single_parameters(job: NewJob) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "name": job.name,
-        "target": job.target,
-        "args_json": job.args_json,
-        "kwargs_json": job.kwargs_json,
-        "priority": int(job.priority),
-        "max_retries": job.max_retries,
-        "backoff": job.backoff.value,
-        "backoff_ms": job.backoff_ms,
-        "timeout_seconds": job.timeout_seconds,
-        "business_key": job.business_key,
-        "params_json": json.dumps(job.params, allow_nan=False, ensure_ascii=False),
-        "recurring_id": job.recurring_id,
-        "scheduled_at": job.scheduled_at,
-        "delay_seconds": float(job.delay_seconds),
-    }
 
 
 def _hint_parameters(hint: Hint | None) -> dict[str, str]:
@@ -168,8 +98,8 @@ def insert_jobs(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = No
     """
     hinted = _hint_parameters(hint)
     if len(jobs) == 1 and _plain(jobs[0]):
-        statement = sql.ENQUEUE_ONE_WITH_HINT if hint else sql.ENQUEUE_ONE
-        conn.execute(statement, _single_parameters(jobs[0]) | hinted)
+        statement = STATEMENTS["enqueue_one_with_hint" if hint else "enqueue_one"]
+        conn.execute(statement, ENCODER.new_job(jobs[0]) | hinted)
         return
     now: datetime | None = None
     for start in range(0, len(jobs), CHUNK_SIZE):
@@ -177,14 +107,14 @@ def insert_jobs(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = No
         last = start + CHUNK_SIZE >= len(jobs)
         if _copyable(chunk):
             if now is None:
-                row = conn.execute(sql.NOW).fetchone()
+                row = conn.execute(STATEMENTS["now"]).fetchone()
                 assert row is not None
                 now = row[0]
             copy_jobs(conn, chunk, now)
             if hint and last:
-                conn.execute(sql.NOTIFY, hint)
+                conn.execute(STATEMENTS["notify"], hinted)
             continue
-        statement = sql.ENQUEUE_JOBS_WITH_HINT if hint and last else sql.ENQUEUE_JOBS
+        statement = STATEMENTS["enqueue_jobs_with_hint" if hint and last else "enqueue_jobs"]
         conn.execute(statement, _chunk_parameters(chunk) | (hinted if last else {}))
 
 
@@ -213,8 +143,18 @@ def insert_pooled(
 
 
 def _all_stored(conn: Connection, jobs: Sequence[NewJob]) -> bool:
-    row = conn.execute(sql.COUNT_JOBS_WITH_IDS, ([job.id for job in jobs],)).fetchone()
+    row = conn.execute(
+        STATEMENTS["count_jobs_with_ids"], {"ids": [job.id for job in jobs]}
+    ).fetchone()
     return row is not None and int(row[0]) == len(jobs)
+
+
+COPY_JOB_TYPES = [
+    *("text", "text", "text", "text", "text", "text"),
+    *("int2", "int4", "text", "int8", "float8", "text", "jsonb", "text"),
+    *("timestamptz", "timestamptz", "timestamptz"),
+]
+"""The binary types of the columns of the statement ``copy_jobs``, in its order."""
 
 
 def copy_jobs(conn: Connection, jobs: Sequence[NewJob], now: datetime) -> None:
@@ -224,8 +164,8 @@ def copy_jobs(conn: Connection, jobs: Sequence[NewJob], now: datetime) -> None:
     updated times of every job, and the base of relative due times, as the array
     statement's ``statement_timestamp()`` would be.
     """
-    with conn.cursor() as cursor, cursor.copy(sql.COPY_JOBS) as copy:
-        copy.set_types(sql.COPY_JOB_TYPES)
+    with conn.cursor() as cursor, cursor.copy(STATEMENTS["copy_jobs"]) as copy:
+        copy.set_types(COPY_JOB_TYPES)
         for job in jobs:
             due = job.scheduled_at or now + timedelta(seconds=job.delay_seconds)
             copy.write_row(
@@ -242,17 +182,13 @@ def copy_jobs(conn: Connection, jobs: Sequence[NewJob], now: datetime) -> None:
                     job.backoff_ms,
                     job.timeout_seconds,
                     job.business_key,
-                    Jsonb(job.params, dumps=_strict_json),
+                    Jsonb(job.params, dumps=strict_json),
                     job.recurring_id,
                     due,
                     now,
                     now,
                 )
             )
-
-
-def _strict_json(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, ensure_ascii=False)
 
 
 def conflict_error(conn: Connection, jobs: Sequence[NewJob], exc: Exception) -> RatchetError | None:
@@ -266,30 +202,16 @@ def conflict_error(conn: Connection, jobs: Sequence[NewJob], exc: Exception) -> 
     constraint = exc.diag.constraint_name
     if constraint == IDEMPOTENCY_KEY_INDEX:
         keys = [job.idempotency_key for job in jobs if job.idempotency_key is not None]
-        row = conn.execute(sql.SELECT_ANY_IDEMPOTENCY_KEY, (keys,)).fetchone()
+        row = conn.execute(STATEMENTS["select_any_idempotency_key"], {"keys": keys}).fetchone()
         key, existing = (str(row[0]), str(row[1])) if row else (keys[0], None)
-        return DuplicateIdempotencyKeyError(
-            f"Idempotency key {key!r} was already used by job {existing!r}; keys are unique "
-            "forever. Look that job up instead of enqueueing again, or use a new key.",
-            key=key,
-            existing_job_id=existing,
-        )
+        return idempotency_key_used(key, existing)
     if constraint == BUSINESS_KEY_INDEX:
         keys = [job.business_key for job in jobs if job.business_key is not None]
-        row = conn.execute(sql.SELECT_HOLDER_OF_ANY_BUSINESS_KEY, (keys,)).fetchone()
+        statement = STATEMENTS["select_holder_of_any_business_key"]
+        row = conn.execute(statement, {"keys": keys}).fetchone()
         key, holder = (str(row[0]), str(row[1])) if row else (keys[0], None)
-        return BusinessKeyConflictError(
-            f"Business key {key!r} is held by active job {holder!r}; a business key belongs "
-            "to one pending or running job at a time. Wait for it to finish, cancel it, or "
-            "use another key.",
-            key=key,
-            existing_job_id=holder,
-        )
-    described = jobs[0].id if len(jobs) == 1 else f"batch of {len(jobs)} jobs"
-    return RatchetError(
-        f"Job {described!r} could not be stored: {exc.diag.message_primary} "
-        f"({exc.diag.message_detail}). Job ids must be unique; new_job_id() makes one."
-    )
+        return business_key_held(key, holder)
+    return job_not_stored(jobs, f"{exc.diag.message_primary} ({exc.diag.message_detail})")
 
 
 def enqueue_in_transaction(
@@ -303,7 +225,7 @@ def enqueue_in_transaction(
     commits it); an idle autocommit connection has no transaction to join, so the jobs are
     committed at once, atomically.
     """
-    check_batch(jobs)
+    check_new_jobs(jobs)
     if not jobs:
         return
     status = conn.info.transaction_status

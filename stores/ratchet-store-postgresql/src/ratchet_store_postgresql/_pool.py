@@ -1,4 +1,6 @@
-"""The connection plumbing every store operation goes through.
+"""The connection plumbing every store operation goes through, and the shared SQL layer's
+primitives on it (:class:`ratchet.spi.sql.SQLJobStore`: ``_query``, ``_update``,
+``_transaction``).
 
 A ``psycopg_pool.ConnectionPool`` of autocommit connections: a single statement is its own
 transaction (one round trip); multi-statement steps open ``conn.transaction()``. Transport
@@ -16,8 +18,8 @@ and the first calls must not fail on them while the server is already back:
   sent on the dead connection.
 * A connection that breaks *in use* raises :class:`ConnectionLostError`; the pool then
   tests its idle connections at once. Idempotent calls (reads; enqueues, which carry their
-  job ids) are run once more through :meth:`PooledStore._run_idempotent`: the second
-  attempt gets a new or just-tested connection, so one retry is enough; a second loss
+  job ids) are run once more (:func:`ratchet.spi.run_idempotent`): the second attempt
+  gets a new or just-tested connection, so one retry is enough; a second loss
   means the server is going away again and the caller must hear of it. Claims and fenced
   outcome writes are not retried here: the server may have applied them before the answer
   was lost, and only the engine can read back what happened.
@@ -35,10 +37,11 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from ratchet.errors import RatchetError, StoreUnavailableError
-from ratchet.spi import get_logger, redact
+from ratchet.spi import ConnectionLostError, get_logger, redact, run_idempotent
+from ratchet.spi.sql import Params, Row, SQLSession, Statements
 from ratchet_store_postgresql._url import parse_store_url
 
-__all__ = ["Connection", "ConnectionLostError", "PooledStore"]
+__all__ = ["Connection", "ConnectionLostError", "PooledStore", "PostgreSQLSession"]
 
 log = get_logger("ratchet.stores.postgresql")
 
@@ -49,10 +52,6 @@ T = TypeVar("T")
 # connection loss, admin shutdown/termination, pool timeouts (OperationalError), and use
 # of a connection that is already closed (InterfaceError).
 _TRANSPORT_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
-
-
-class ConnectionLostError(StoreUnavailableError):
-    """A pooled connection broke while a call used it: the server closed it or went away."""
 
 
 def _configure(conn: Connection) -> None:
@@ -81,8 +80,29 @@ def _server_closed(conn: Connection) -> bool:
     return bool(readable)
 
 
+def _placeholder(name: str) -> str:
+    return f"%({name})s"
+
+
+class PostgreSQLSession(SQLSession):
+    """Named statements on the connection of one open transaction."""
+
+    def __init__(self, conn: Connection, statements: Statements) -> None:
+        super().__init__(statements, _placeholder)
+        self.conn = conn
+
+    def execute_text(self, text: str, params: Params) -> int:
+        return self.conn.execute(text, params).rowcount
+
+    def query_text(self, text: str, params: Params) -> list[Row]:
+        return self.conn.execute(text, params).fetchall()
+
+
 class PooledStore:
-    """A connection pool on one PostgreSQL database, and helpers to run statements on it."""
+    """A connection pool on one PostgreSQL database, and the primitives of the shared SQL
+    layer on it: statements by name (the store's ``statements``)."""
+
+    statements: Statements
 
     def __init__(
         self,
@@ -165,20 +185,6 @@ class PooledStore:
                 yield conn
                 return
 
-    def _run_idempotent(self, call: Callable[[bool], T]) -> T:
-        """``call(False)``, and ``call(True)`` once more if it raised ConnectionLostError.
-
-        Only for calls that may safely run twice: reads, and writes whose second run has
-        the same effect and answer. The flag tells the call it is the retry, so a write can
-        recognise its own lost first attempt (enqueue does, by its job ids). The retry runs
-        after the pool tested its idle connections, so it gets a new or just-tested one.
-        """
-        try:
-            return call(False)
-        except ConnectionLostError as exc:
-            log.info("PostgreSQL store %s: connection lost, retrying once: %s", self._display, exc)
-            return call(True)
-
     def _drop_dead_connections(self) -> None:
         """After a broken connection the server probably dropped its siblings too (restart,
         ``pg_terminate_backend``): test the idle ones now so the next call gets a live one."""
@@ -187,40 +193,47 @@ class PooledStore:
         except Exception as exc:  # the pool reconnects in the background anyway
             log.debug("checking the pool of %s failed: %s", self._display, redact(str(exc)))
 
-    def _execute(self, statement: str, params: Any = None, *, idempotent: bool = False) -> int:
-        """Run one statement (its own transaction); returns the affected row count.
+    # -- the shared layer's primitives ---------------------------------------------------
 
-        ``idempotent``: the statement may run twice with the same effect and answer, so a
-        lost connection retries it once (:meth:`_run_idempotent`).
+    def _idempotent(self, call: Callable[[bool], T]) -> T:
+        """``call`` retried once on a lost connection (:func:`ratchet.spi.run_idempotent`)."""
+        return run_idempotent(call, log=log, store=self._display)
+
+    def _query(self, name: str, params: Params | None = None) -> list[Row]:
+        """Every row of the read ``name``; retried once on a lost connection."""
+        statement = self.statements[name]
+
+        def run(_retry: bool) -> list[Row]:
+            with self._connection() as conn:
+                return conn.execute(statement, params).fetchall()
+
+        return self._idempotent(run)
+
+    def _update(self, name: str, params: Params | None = None, *, idempotent: bool = False) -> int:
+        """Run the write ``name`` (its own transaction); the affected row count.
+
+        ``idempotent``: it may run twice with the same effect and answer, so a lost
+        connection retries it once.
         """
+        statement = self.statements[name]
 
         def run(_retry: bool) -> int:
             with self._connection() as conn:
                 return conn.execute(statement, params).rowcount
 
-        return self._run_idempotent(run) if idempotent else run(False)
+        return self._idempotent(run) if idempotent else run(False)
 
-    def _one(
-        self, statement: str, params: Any = None, *, idempotent: bool = False
-    ) -> tuple[Any, ...] | None:
-        """The first row of one statement; ``idempotent`` as for :meth:`_execute`."""
+    def _returning(self, name: str, params: Params) -> list[Row]:
+        """Every row of the write ``name`` (its own transaction): a claim, an outcome, a
+        recovery whose rows are the answer. Never retried: a lost answer may hide what the
+        server applied."""
+        with self._connection() as conn:
+            return conn.execute(self.statements[name], params).fetchall()
 
-        def run(_retry: bool) -> tuple[Any, ...] | None:
-            with self._connection() as conn:
-                return conn.execute(statement, params).fetchone()
-
-        return self._run_idempotent(run) if idempotent else run(False)
-
-    def _all(
-        self, statement: str, params: Any = None, *, idempotent: bool = False
-    ) -> list[tuple[Any, ...]]:
-        """Every row of one statement; ``idempotent`` as for :meth:`_execute`."""
-
-        def run(_retry: bool) -> list[tuple[Any, ...]]:
-            with self._connection() as conn:
-                return conn.execute(statement, params).fetchall()
-
-        return self._run_idempotent(run) if idempotent else run(False)
+    def _transaction(self, work: Callable[[SQLSession], T]) -> T:
+        """``work(session)`` in one transaction on one pooled connection; never retried."""
+        with self._connection() as conn, conn.transaction():
+            return work(PostgreSQLSession(conn, self.statements))
 
     def close(self) -> None:
         """Close the pool (waiting briefly for borrowed connections). Idempotent."""

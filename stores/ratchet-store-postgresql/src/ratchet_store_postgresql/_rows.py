@@ -1,9 +1,11 @@
-"""Rows read back from PostgreSQL, turned into Ratchet's frozen value types.
+"""Values to and from PostgreSQL: the store's ``RowDecoder`` and ``RowEncoder``.
 
-Column order is the one of :data:`~ratchet_store_postgresql._statements.JOB_COLUMNS`,
-:data:`~ratchet_store_postgresql._statements.CLAIMED_COLUMNS` and the SELECTs beside
-them. psycopg already returns aware datetimes, ``text[]`` as lists and ``jsonb`` as
+Reading: column order is the one of :class:`ratchet.spi.RowDecoder` (the store's SELECTs
+follow it). psycopg already returns aware datetimes, ``text[]`` as lists and ``jsonb`` as
 Python values; the session time zone is UTC, and times are normalised to UTC anyway.
+
+Writing: psycopg binds aware datetimes and floats as they are; tags and params travel as
+JSON text (one ``text[]`` element per job in the array insert), cast in the statements.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ratchet.spi import RowDecoder
+from ratchet.spi.sql import RowEncoder
 
-__all__ = ["claimed_job", "execution", "job", "node", "recurring", "utc"]
+__all__ = ["DECODER", "ENCODER", "storable_text", "utc"]
 
 
 def utc(moment: datetime) -> datetime:
@@ -29,11 +32,12 @@ def _tags(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-# psycopg returns aware datetimes, text[] as a list and jsonb as Python values.
-_DECODE = RowDecoder(time=utc, text=str, tags=_tags, params=_params)
+def storable_text(text: str) -> str:
+    """``text`` with NUL characters replaced: PostgreSQL ``text`` cannot hold U+0000, and an
+    exception message must never make an outcome write fail."""
+    return text.replace("\x00", "\ufffd")
 
-job = _DECODE.job
-claimed_job = _DECODE.claimed_job
-execution = _DECODE.execution
-node = _DECODE.node
-recurring = _DECODE.recurring
+
+DECODER = RowDecoder(time=utc, text=str, tags=_tags, params=_params)
+
+ENCODER = RowEncoder(text=storable_text)

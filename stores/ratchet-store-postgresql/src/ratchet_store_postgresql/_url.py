@@ -16,7 +16,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ratchet.errors import InvalidStoreURLError
-from ratchet.spi import redact
+from ratchet.spi import redact, require_url_scheme
 
 __all__ = ["SCHEMES", "ConnectionSettings", "parse_store_url", "redact_url"]
 
@@ -44,12 +44,13 @@ class ConnectionSettings:
 
 def parse_store_url(url: str) -> ConnectionSettings:
     """Validate ``url`` and turn it into libpq settings; raises InvalidStoreURLError."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme.lower() not in SCHEMES:
-        raise InvalidStoreURLError(
-            f"Store URL {redact_url(url)!r} is not a PostgreSQL URL. Write it as "
-            "postgresql://user:password@host:5432/dbname (or postgresql+psycopg://…)."
-        )
+    rest = require_url_scheme(
+        url,
+        SCHEMES,
+        kind="PostgreSQL",
+        example="postgresql://user:password@host:5432/dbname (or postgresql+psycopg://…)",
+        shown=redact_url(url),
+    )
     libpq_url = f"postgresql://{rest}"
     try:
         params = conninfo_to_dict(libpq_url)

@@ -8,10 +8,9 @@ database apply each migration exactly once: the others wait, then find nothing t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from importlib import resources
-
 import psycopg
+
+from ratchet.spi.sql import Migration, load_migrations
 
 __all__ = ["MIGRATION_LOCK_KEY", "Migration", "apply_migrations", "migrations", "schema_sql"]
 
@@ -28,28 +27,9 @@ CREATE TABLE IF NOT EXISTS ratchet_schema_version (
 """
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Migration:
-    """One migration file: its version (the number before ``_``), file name and SQL."""
-
-    version: int
-    name: str
-    sql: str
-
-
 def migrations() -> list[Migration]:
     """Every migration shipped with this package, in version order."""
-    folder = resources.files("ratchet_store_postgresql").joinpath("migrations")
-    found = [
-        Migration(
-            version=int(entry.name.split("_", 1)[0]),
-            name=entry.name,
-            sql=entry.read_text(encoding="utf-8"),
-        )
-        for entry in folder.iterdir()
-        if entry.name.endswith(".sql")
-    ]
-    return sorted(found, key=lambda migration: migration.version)
+    return load_migrations("ratchet_store_postgresql")
 
 
 def schema_sql() -> str:

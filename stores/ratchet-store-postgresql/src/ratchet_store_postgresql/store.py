@@ -3,8 +3,9 @@
 Why it is safe for a cluster: the claim is one statement that locks each candidate row
 with ``FOR UPDATE SKIP LOCKED`` before flipping it to RUNNING, so concurrent claimers on
 any number of nodes never receive the same job; every outcome write is fenced by
-``(id, status = 'RUNNING', claim_seq)`` and its row count is the answer; keys are unique
-indexes; every time is the server's ``statement_timestamp()``.
+``(id, status = 'RUNNING', claim_seq)`` and its row count is the answer; orphan recovery
+locks what it resets and resets by compare-and-swap on ``(status, claim_seq)``; keys are
+unique indexes; every time is the server's ``statement_timestamp()``.
 
 Connections come from a ``psycopg_pool.ConnectionPool`` in autocommit mode: most methods
 are a single statement (its own transaction, one round trip); the few multi-statement
@@ -12,46 +13,73 @@ steps use an explicit transaction. A transport failure raises
 :class:`~ratchet.errors.StoreUnavailableError` (password redacted) and makes the pool
 check its idle connections, so the next call gets a live one after a server restart or
 ``pg_terminate_backend``.
+
+The JobStore methods are the shared SQL layer's (:class:`ratchet.spi.sql.SQLJobStore`,
+statements in ``queries.sql``); this module keeps what is PostgreSQL's own: the schema,
+the tuned enqueue (binary COPY and array inserts, with the wakeup hint in the same
+statement), the single-statement claim, and single statements where the shared layer
+runs several (a fenced outcome with the close of its execution record, a batch of
+completions, orphan recovery, releasing a node's claims, archiving, purging, removing
+nodes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from typing import ClassVar
 
 from psycopg import errors as pg_errors
 
-from ratchet.errors import BusinessKeyConflictError
 from ratchet.spi import (
+    ORPHAN_RECOVERED_MESSAGE,
+    UNSTARTED_RECOVERED_MESSAGE,
     ClaimedJob,
     Completion,
-    Execution,
     ExecutionStatus,
-    Job,
-    JobStatus,
-    JobStore,
     NewJob,
+    OrphanRecovery,
 )
-from ratchet_store_postgresql import _enqueue, _rows
-from ratchet_store_postgresql import _statements as sql
-from ratchet_store_postgresql import _statements_cluster as cluster_sql
-from ratchet_store_postgresql._cluster import ClusterOperations
+from ratchet.spi.sql import Params, SQLJobStore
+from ratchet_store_postgresql import _enqueue
+from ratchet_store_postgresql._pool import PooledStore
+from ratchet_store_postgresql._rows import DECODER, ENCODER
+from ratchet_store_postgresql._statements import STATEMENTS
 from ratchet_store_postgresql._transactional import TransactionalEnqueue
 from ratchet_store_postgresql.schema import apply_migrations
 from ratchet_store_postgresql.schema import schema_sql as _schema_sql
 
 __all__ = ["PostgreSQLJobStore"]
 
-_POOL_OPTIONS = frozenset({"pool_min_size", "pool_max_size", "pool_timeout"})
+_FACTORY_OPTIONS = frozenset({"pool_min_size", "pool_max_size", "pool_timeout"})
 
 
-class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
+class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
     """JobStore on PostgreSQL. Build it with :meth:`from_url`; one instance per node.
 
     Thread-safe: every call borrows a pooled connection for its duration.
     """
 
     name = "postgresql"
+    statements = STATEMENTS
+    decode = DECODER
+    encode = ENCODER
+    factory_options = _FACTORY_OPTIONS  # from_url passes these on
+    overridden_statements: ClassVar[frozenset[str]] = frozenset(
+        {
+            "close_execution",  # closed inside each outcome, recovery and release statement
+            "select_orphans",  # recover_orphans, recover_node_claims: one statement each
+            "select_node_claims",
+            "reset_orphan",
+            "disown_exhausted",
+            "remove_node",  # remove_nodes: one statement with an array
+            "select_archivable",  # archive_finished_jobs, purge_failed_jobs: one each
+            "select_purgeable",
+            "archive_jobs",
+            "delete_tags",
+            "delete_jobs",
+        }
+    )
 
     def __init__(
         self,
@@ -71,19 +99,7 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
         super().__init__(
             url, pool_min_size=pool_min_size, pool_max_size=pool_max_size, pool_timeout=pool_timeout
         )
-        if auto_migrate:
-            try:
-                self.apply_schema()
-            except BaseException:
-                self.close()
-                raise
-
-    @classmethod
-    def from_url(cls, url: str, *, auto_migrate: bool = True, **options: Any) -> PostgreSQLJobStore:
-        """The plugin factory. Known options: ``pool_min_size``, ``pool_max_size``,
-        ``pool_timeout``; others are ignored (the plugin contract)."""
-        known = {k: v for k, v in options.items() if k in _POOL_OPTIONS}
-        return cls(url, auto_migrate=auto_migrate, **known)
+        self._migrate_on_open(auto_migrate)
 
     # -- schema --------------------------------------------------------------------------
 
@@ -97,187 +113,128 @@ class PostgreSQLJobStore(TransactionalEnqueue, ClusterOperations, JobStore):
 
     def reset_for_tests(self) -> None:
         """TRUNCATE every Ratchet table except the schema ledger (tests and the kit only)."""
-        self._execute(cluster_sql.TRUNCATE_ALL)
+        self._update("truncate_all")
 
-    # -- queue ---------------------------------------------------------------------------
+    def _is_unique_violation(self, error: Exception) -> bool:
+        return isinstance(error, pg_errors.UniqueViolation)
 
-    def enqueue(self, job: NewJob) -> None:
-        self.enqueue_many([job])
+    # -- tuned paths ---------------------------------------------------------------------
 
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
-        _enqueue.check_batch(jobs)
-        if not jobs:
-            return
+    def _insert_jobs(self, jobs: Sequence[NewJob]) -> None:
         hint = self._hint_for(jobs)
 
         def insert(retry: bool) -> None:  # idempotent: the job ids tell a lost first attempt
             with self._connection() as conn:
                 _enqueue.insert_pooled(conn, jobs, hint, retry=retry)
 
-        self._run_idempotent(insert)
+        self._idempotent(insert)
 
-    def claim_due_jobs(
-        self,
-        *,
-        node_id: str,
-        limit: int,
-        priority_boost_seconds: float,
-        start_now: int | None = None,
+    def _claim(
+        self, *, node_id: str, limit: int, boost_seconds: float, start_now: int
     ) -> list[ClaimedJob]:
-        if limit <= 0:
-            return []
-        rows = self._all(
-            sql.CLAIM_DUE_JOBS,
-            {
-                "node_id": node_id,
-                "limit": limit,
-                "boost": float(priority_boost_seconds),
-                "start_now": limit if start_now is None else max(0, int(start_now)),
-            },
-        )
+        params = {
+            "node_id": node_id,
+            "limit": limit,
+            "boost": boost_seconds,
+            "start_now": start_now,
+        }
         # The last column (after the claimed-job columns) is whether the start was recorded.
-        return [_rows.claimed_job(row, start_recorded=bool(row[-1])) for row in rows]
+        return [
+            self.decode.claimed_job(row, start_recorded=bool(row[-1]))
+            for row in self._returning("claim_due_jobs", params)
+        ]
 
-    def mark_started(self, job_id: str, claim_seq: int) -> bool:
-        return self._execute(sql.MARK_STARTED, {"id": job_id, "claim_seq": claim_seq}) == 1
-
-    def _fenced(self, statement: str, params: dict[str, Any]) -> bool:
-        row = self._one(statement, params)
-        return row is not None and row[0] == 1
-
-    def complete_job(
-        self, job_id: str, claim_seq: int, *, result_json: str | None, result_type: str | None
-    ) -> bool:
-        return self._fenced(
-            sql.COMPLETE_JOB,
-            {
-                "id": job_id,
-                "claim_seq": claim_seq,
-                "result_json": result_json,
-                "result_type": result_type,
-                "execution_status": ExecutionStatus.SUCCEEDED.value,
-                "message": None,
-            },
-        )
-
-    def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
-        """SupportsBatchCompletion: one statement records the whole batch, fenced per row."""
-        if not completions:
-            return []
-        rows = self._all(
-            sql.COMPLETE_JOBS,
-            {
-                "id": [c.job_id for c in completions],
-                "claim_seq": [c.claim_seq for c in completions],
-                "result_json": [c.result_json for c in completions],
-                "result_type": [c.result_type for c in completions],
-            },
-        )
-        recorded = {row[0] for row in rows}
-        return [c.job_id in recorded for c in completions]
-
-    def fail_job(
-        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
-    ) -> bool:
-        return self._fenced(
-            sql.FAIL_JOB,
-            {
-                "id": job_id,
-                "claim_seq": claim_seq,
-                "attempt": int(count_attempt),
-                "execution_status": ExecutionStatus.FAILED.value,
-                "message": _enqueue.storable_text(error),
-            },
-        )
-
-    def schedule_retry(
-        self, job_id: str, claim_seq: int, *, error: str, delay_seconds: float
-    ) -> bool:
-        return self._fenced(
-            sql.SCHEDULE_RETRY,
-            {
-                "id": job_id,
-                "claim_seq": claim_seq,
-                "delay": float(delay_seconds),
-                "execution_status": ExecutionStatus.FAILED.value,
-                "message": _enqueue.storable_text(error),
-            },
-        )
-
-    def release_claim(self, job_id: str, claim_seq: int, *, message: str) -> bool:
-        return self._fenced(
-            sql.RELEASE_CLAIM,
-            {
-                "id": job_id,
-                "claim_seq": claim_seq,
-                "execution_status": ExecutionStatus.RELEASED.value,
-                "message": _enqueue.storable_text(message),
-            },
-        )
-
-    def cancel_job(self, job_id: str) -> bool:
-        return self._execute(sql.CANCEL_JOB, {"id": job_id}) == 1
-
-    def retry_failed_job(self, job_id: str) -> bool:
+    def _insert_fire(self, job: NewJob, *, fire_time: datetime) -> bool:
+        fire = {
+            "recurring_id": job.recurring_id,
+            "fire_time": self.encode.moment(fire_time, "Fire time"),
+            "job_id": job.id,
+        }
         with self._connection() as conn:
             try:
-                return conn.execute(sql.RETRY_FAILED_JOB, {"id": job_id}).rowcount == 1
+                with conn.transaction():
+                    if conn.execute(self.statements["record_fire"], fire).rowcount != 1:
+                        return False  # this fire was already recorded (by any node)
+                    _enqueue.insert_jobs(conn, [job], self._hint_for([job]))
             except pg_errors.UniqueViolation as exc:
-                row = conn.execute(sql.SELECT_BUSINESS_KEY, (job_id,)).fetchone()
-                key = None if row is None else row[0]
-                holder = conn.execute(sql.SELECT_ACTIVE_BUSINESS_KEY, (key,)).fetchone()
-                holder_id = None if holder is None else holder[0]
-                raise BusinessKeyConflictError(
-                    f"Job {job_id!r} cannot be retried: its business key {key!r} is now held "
-                    f"by active job {holder_id!r}. Retry it after that job finishes, or "
-                    "cancel that job first.",
-                    key=key or "",
-                    existing_job_id=holder_id,
-                ) from exc
+                if exc.diag.constraint_name == _enqueue.BUSINESS_KEY_INDEX:
+                    return False  # the previous fire is still active; nothing was recorded
+                error = _enqueue.conflict_error(conn, [job], exc)
+                raise (error or exc) from exc
+        return True
 
-    def get_job(self, job_id: str) -> Job | None:
-        row = self._one(sql.SELECT_JOB, (job_id,), idempotent=True)
-        return None if row is None else _rows.job(row)
+    # -- single statements where the shared layer runs several ---------------------------
 
-    def list_jobs(
-        self, *, status: JobStatus | None = None, tag: str | None = None, limit: int = 100
-    ) -> list[Job]:
-        params = {
-            "status": None if status is None else JobStatus(status).value,
-            "tag": tag,
-            "limit": int(limit),
-        }
-        statement = sql.LIST_JOBS[status is not None, tag is not None]
-        return [_rows.job(row) for row in self._all(statement, params, idempotent=True)]
-
-    def count_jobs(self) -> dict[JobStatus, int]:
-        counts = dict.fromkeys(JobStatus, 0)
-        for status, count in self._all(sql.COUNT_JOBS, idempotent=True):
-            counts[JobStatus(status)] = int(count)
-        return counts
-
-    def find_job_id_by_idempotency_key(self, key: str) -> str | None:
-        row = self._one(sql.SELECT_IDEMPOTENCY_KEY, (key,), idempotent=True)
-        return None if row is None else str(row[0])
-
-    def find_active_job_by_business_key(self, key: str) -> Job | None:
-        row = self._one(sql.SELECT_ACTIVE_BUSINESS_KEY, (key,), idempotent=True)
-        return None if row is None else _rows.job(row)
-
-    # -- executions ----------------------------------------------------------------------
-
-    def list_executions(self, job_id: str) -> list[Execution]:
-        rows = self._all(sql.SELECT_EXECUTIONS, (job_id,), idempotent=True)
-        return [_rows.execution(row) for row in rows]
-
-    def record_late_outcome(
-        self, job_id: str, claim_seq: int, *, succeeded: bool, message: str
+    def _fenced_outcome(
+        self, name: str, params: Params, *, status: ExecutionStatus, message: str | None
     ) -> bool:
-        status = ExecutionStatus.SUCCEEDED if succeeded else ExecutionStatus.FAILED
+        """The outcome ``name`` closes its execution record in the same statement, whose
+        one row is the number of jobs changed."""
+        rows = self._returning(
+            name, {**params, "execution_status": status.value, "message": message}
+        )
+        return bool(rows) and rows[0][0] == 1
+
+    def _complete_many(self, completions: Sequence[Completion]) -> set[str]:
         params = {
-            "id": job_id,
-            "claim_seq": claim_seq,
-            "status": status.value,
-            "message": _enqueue.storable_text(message),
+            "id": [c.job_id for c in completions],
+            "claim_seq": [c.claim_seq for c in completions],
+            "result_json": [c.result_json for c in completions],
+            "result_type": [c.result_type for c in completions],
         }
-        return self._execute(sql.RECORD_LATE_OUTCOME, params) == 1
+        return {row[0] for row in self._returning("complete_jobs", params)}
+
+    def remove_nodes(self, node_ids: Sequence[str]) -> int:
+        if not node_ids:
+            return 0
+        return self._update("remove_nodes", {"node_ids": list(node_ids)})
+
+    def recover_orphans(
+        self, *, grace_seconds: float, max_crash_redeliveries: int, limit: int
+    ) -> OrphanRecovery:
+        return self._recover_in_one(
+            "recover_orphans",
+            {"grace": self.encode.duration(grace_seconds)},
+            max_crash_redeliveries=max_crash_redeliveries,
+            limit=limit,
+        )
+
+    def recover_node_claims(
+        self, node_id: str, *, max_crash_redeliveries: int, limit: int
+    ) -> OrphanRecovery:
+        return self._recover_in_one(
+            "recover_node_claims",
+            {"node_id": node_id},
+            max_crash_redeliveries=max_crash_redeliveries,
+            limit=limit,
+        )
+
+    def _recover_in_one(
+        self, name: str, params: Params, *, max_crash_redeliveries: int, limit: int
+    ) -> OrphanRecovery:
+        rows = self._returning(
+            name,
+            {
+                **params,
+                "max_crashes": max_crash_redeliveries,
+                "limit": max(0, limit),
+                "message": ORPHAN_RECOVERED_MESSAGE,
+                "unstarted_message": UNSTARTED_RECOVERED_MESSAGE,
+            },
+        )
+        reset = sum(1 for kind, _id, _seq in rows if kind == "reset")
+        exhausted = tuple((job_id, seq) for kind, job_id, seq in rows if kind == "exhausted")
+        return OrphanRecovery(reset=reset, exhausted=exhausted)
+
+    def release_node_claims(self, node_id: str, *, message: str) -> int:
+        params = {"node_id": node_id, "message": self.encode.message(message)}
+        rows = self._returning("release_node_claims", params)
+        return int(rows[0][0]) if rows else 0
+
+    def archive_finished_jobs(self, *, older_than_seconds: float, batch_size: int) -> int:
+        params = {"age": self.encode.duration(older_than_seconds), "limit": max(0, batch_size)}
+        rows = self._returning("archive_finished_jobs", params)
+        return int(rows[0][0]) if rows else 0
+
+    def purge_failed_jobs(self, *, older_than_seconds: float) -> int:
+        return self._update("purge_failed_jobs", {"age": self.encode.duration(older_than_seconds)})

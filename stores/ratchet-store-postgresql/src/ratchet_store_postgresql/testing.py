@@ -16,7 +16,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ratchet_store_postgresql._url import parse_store_url, redact_url
+from ratchet.spi import ensure_database_main
+from ratchet_store_postgresql._url import parse_store_url
 
 __all__ = ["ensure_database", "with_database"]
 
@@ -43,13 +44,12 @@ def ensure_database(url: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m ratchet_store_postgresql.testing POSTGRESQL_URL", file=sys.stderr)
-        return 2
-    ensure_database(args[0])
-    print(f"database ready: {redact_url(args[0])}")
-    return 0
+    return ensure_database_main(
+        argv,
+        module="ratchet_store_postgresql.testing",
+        url_name="POSTGRESQL_URL",
+        ensure=ensure_database,
+    )
 
 
 if __name__ == "__main__":

@@ -6,20 +6,6 @@ from datetime import UTC, datetime
 
 from ratchet.spi import RowDecoder
 
-
-def to_datetime(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
-
-
-def to_epoch(moment: datetime) -> float:
-    if moment.tzinfo is None:
-        raise ValueError(
-            f"Scheduled time {moment!r} has no time zone; pass an aware datetime "
-            "(for example datetime.now(UTC) + timedelta(minutes=5))."
-        )
-    return moment.timestamp()
-
-
 _LATEST = datetime.max.replace(tzinfo=UTC)
 _EARLIEST = datetime.min.replace(tzinfo=UTC)
 
@@ -34,10 +20,10 @@ def _from_epoch(epoch: float) -> datetime:
 
 
 # Times are stored as epoch seconds; ids, tags and params as text and JSON text.
-_DECODE = RowDecoder(time=_from_epoch, text=str)
+DECODER = RowDecoder(time=_from_epoch, text=str)
 
-claimed_from_row = _DECODE.claimed_job
-job_from_row = _DECODE.job
-node_from_row = _DECODE.node
-execution_from_row = _DECODE.execution
-recurring_from_row = _DECODE.recurring
+claimed_from_row = DECODER.claimed_job
+job_from_row = DECODER.job
+node_from_row = DECODER.node
+execution_from_row = DECODER.execution
+recurring_from_row = DECODER.recurring

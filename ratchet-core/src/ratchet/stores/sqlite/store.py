@@ -7,36 +7,32 @@ Within one process a lock serialises use of the store's one connection.
 
 ``memory://`` is the same engine on a private in-memory database: one process, nothing
 persisted, every guarantee otherwise identical.
+
+The JobStore methods are the shared SQL layer's (:class:`ratchet.spi.sql.SQLJobStore`,
+statements in ``queries.sql``); this module keeps what is SQLite's own: the connection and
+its write transaction, file checks, the schema, and the tuned paths (the enqueue with its
+idempotency-key table, the claim, a recurring fire under a savepoint).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from ratchet._types import (
-    ClaimedJob,
-    Completion,
-    Execution,
-    ExecutionStatus,
-    Job,
-    JobStatus,
-    NewJob,
-)
+from ratchet._types import ClaimedJob, NewJob
 from ratchet.errors import (
     BusinessKeyConflictError,
-    DuplicateIdempotencyKeyError,
     InvalidStoreURLError,
     RatchetError,
     StoreUnavailableError,
 )
-from ratchet.spi import JobStore
-from ratchet.stores.sqlite import _statements as sql
-from ratchet.stores.sqlite._cluster import SQLiteClusterOperations
+from ratchet.spi import business_key_held, idempotency_key_used, job_not_stored
+from ratchet.spi.sql import Params, Row, RowEncoder, SQLJobStore, SQLSession, Statements
 from ratchet.stores.sqlite._database import (
     DATA_TABLES,
     SCHEMA_LEDGER,
@@ -45,18 +41,52 @@ from ratchet.stores.sqlite._database import (
     schema_sql,
 )
 from ratchet.stores.sqlite._files import DatabaseFile, database_error, require_database_file
-from ratchet.stores.sqlite._rows import (
-    claimed_from_row,
-    execution_from_row,
-    job_from_row,
-    to_epoch,
-)
+from ratchet.stores.sqlite._rows import DECODER
+from ratchet.stores.sqlite._statements import STATEMENTS
+from ratchet.stores.sqlite._transactional import SQLiteTransactionalEnqueue
 
 __all__ = ["SQLiteJobStore", "schema_sql"]
 
+T = TypeVar("T")
 
-class SQLiteJobStore(SQLiteClusterOperations, JobStore):
+
+def _epoch(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+# Times are epoch seconds, durations seconds; tags and params JSON text (as before the
+# shared layer: ASCII-escaped, so existing databases read and compare the same).
+ENCODER = RowEncoder(
+    time=_epoch,
+    tags=lambda tags: json.dumps(list(tags)),
+    params=json.dumps,
+)
+
+
+class SQLiteSession(SQLSession):
+    """Statements inside one write transaction: ``now`` (the transaction's clock reading)
+    is added to every statement's parameters."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, now: float, statements: Statements = STATEMENTS
+    ) -> None:
+        super().__init__(statements, lambda name: f":{name}")
+        self.conn = conn
+        self.now = now
+
+    def execute_text(self, text: str, params: Params) -> int:
+        return int(self.conn.execute(text, {**params, "now": self.now}).rowcount)
+
+    def query_text(self, text: str, params: Params) -> list[Row]:
+        return self.conn.execute(text, {**params, "now": self.now}).fetchall()
+
+
+class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
     """JobStore on SQLite. ``path=None`` keeps everything in memory (``memory://``)."""
+
+    statements = STATEMENTS
+    decode = DECODER
+    encode = ENCODER
 
     name = "sqlite"
 
@@ -87,12 +117,7 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
             self._file = DatabaseFile.opened(path)
         self._lock = self._db.lock
         self._conn = self._db.conn
-        if auto_migrate:
-            try:
-                self.apply_schema()
-            except BaseException:
-                self.close()
-                raise
+        self._migrate_on_open(auto_migrate)
 
     @classmethod
     def from_url(
@@ -156,7 +181,7 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
                     f"SQLite store {self.describe()} stayed locked: {exc}"
                 ) from exc
             try:
-                now = self._conn.execute(sql.NOW).fetchone()[0]
+                now = self._conn.execute(self.statements["now"]).fetchone()[0]
                 yield self._conn, now
             except BaseException:
                 self._conn.execute("ROLLBACK")
@@ -230,101 +255,80 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
                 applied.append(name)
         return applied
 
-    # -- queue ---------------------------------------------------------------------------
+    # -- the shared layer's primitives ---------------------------------------------------
 
-    def enqueue(self, job: NewJob) -> None:
+    def _query(self, name: str, params: Params | None = None) -> list[Row]:
+        with self._read() as conn:
+            return conn.execute(self.statements[name], params or {}).fetchall()
+
+    def _update(self, name: str, params: Params | None = None, *, idempotent: bool = False) -> int:
+        return self._transaction(lambda session: session.execute(name, params))
+
+    def _transaction(self, work: Callable[[SQLSession], T]) -> T:
         with self._write() as (conn, now):
-            self._insert(conn, now, job)
+            return work(SQLiteSession(conn, now, self.statements))
 
-    def enqueue_many(self, jobs: Sequence[NewJob]) -> None:
+    def _is_unique_violation(self, error: Exception) -> bool:
+        return isinstance(error, sqlite3.IntegrityError)
+
+    # -- tuned paths ---------------------------------------------------------------------
+
+    def _insert_jobs(self, jobs: Sequence[NewJob]) -> None:
         with self._write() as (conn, now):
             for job in jobs:
                 self._insert(conn, now, job)
 
     def _insert(self, conn: sqlite3.Connection, now: float, job: NewJob) -> None:
+        """Insert one checked job in the transaction open on ``conn`` (clock reading
+        ``now``)."""
+        self._insert_rows(SQLiteSession(conn, now, self.statements), job)
+
+    def _insert_rows(self, session: SQLSession, job: NewJob) -> None:
+        """Insert one checked job in ``session``'s transaction (the store's own, or the
+        application's: transactional enqueue). The idempotency key has a table of its own
+        (keys outlive their jobs); the business key is a partial unique index over active
+        jobs."""
         if job.idempotency_key is not None:
-            existing = conn.execute(sql.SELECT_IDEMPOTENCY_KEY, (job.idempotency_key,)).fetchone()
-            if existing is not None:
-                raise DuplicateIdempotencyKeyError(
-                    f"Idempotency key {job.idempotency_key!r} was already used by job "
-                    f"{existing[0]!r}; keys are unique forever. Look that job up instead of "
-                    "enqueueing again, or use a new key.",
-                    key=job.idempotency_key,
-                    existing_job_id=existing[0],
-                )
-            conn.execute(sql.INSERT_IDEMPOTENCY_KEY, (job.idempotency_key, job.id, now))
-        scheduled = (
-            to_epoch(job.scheduled_at) if job.scheduled_at is not None else now + job.delay_seconds
-        )
+            holder = session.one("select_idempotency_key", {"key": job.idempotency_key})
+            if holder is not None:
+                raise idempotency_key_used(job.idempotency_key, holder[0])
+            session.execute("insert_idempotency_key", {"key": job.idempotency_key, "id": job.id})
         try:
-            conn.execute(
-                sql.INSERT_JOB,
-                {
-                    "id": job.id,
-                    "name": job.name,
-                    "target": job.target,
-                    "args_json": job.args_json,
-                    "kwargs_json": job.kwargs_json,
-                    "priority": int(job.priority),
-                    "max_retries": job.max_retries,
-                    "backoff": job.backoff.value,
-                    "backoff_ms": job.backoff_ms,
-                    "timeout_seconds": job.timeout_seconds,
-                    "business_key": job.business_key,
-                    "idempotency_key": job.idempotency_key,
-                    "tags_json": json.dumps(list(job.tags)),
-                    "params_json": json.dumps(job.params),
-                    "recurring_id": job.recurring_id,
-                    "scheduled_at": scheduled,
-                    "now": now,
-                },
-            )
+            session.execute("insert_job", self.encode.new_job(job))
         except sqlite3.IntegrityError as exc:
             if job.business_key is not None and "business_key" in str(exc):
-                holder = conn.execute(
-                    sql.SELECT_ACTIVE_BUSINESS_KEY, (job.business_key,)
-                ).fetchone()
-                holder_id = holder[0] if holder else None
-                raise BusinessKeyConflictError(
-                    f"Business key {job.business_key!r} is held by active job {holder_id!r}; "
-                    "a business key belongs to one pending or running job at a time. Wait for "
-                    "it to finish, cancel it, or use another key.",
-                    key=job.business_key,
-                    existing_job_id=holder_id,
-                ) from exc
-            raise RatchetError(f"Job {job.id!r} could not be stored: {exc}") from exc
-        conn.executemany(sql.INSERT_TAG, [(tag, job.id) for tag in job.tags])
+                holder = session.one("select_active_business_key", {"key": job.business_key})
+                raise business_key_held(job.business_key, holder[0] if holder else None) from exc
+            raise job_not_stored([job], str(exc)) from exc
+        for tag in job.tags:
+            session.execute("insert_tag", {"tag": tag, "id": job.id})
 
-    def claim_due_jobs(
-        self,
-        *,
-        node_id: str,
-        limit: int,
-        priority_boost_seconds: float,
-        start_now: int | None = None,
+    def _claim(
+        self, *, node_id: str, limit: int, boost_seconds: float, start_now: int
     ) -> list[ClaimedJob]:
-        if limit <= 0:
-            return []
-        starting = limit if start_now is None else start_now
+        # Look before taking the one write lock: an idle worker never asks for it, so it
+        # never waits on an application transaction that enqueued and holds it.
+        with self._read() as conn:
+            if not self._candidates(conn, conn.execute(self.statements["now"]).fetchone()[0], 1, 0):
+                return []
         with self._write() as (conn, now):
+            session = SQLiteSession(conn, now, self.statements)
             claimed: list[ClaimedJob] = []
-            for job_id in self._candidates(conn, now, limit, priority_boost_seconds):
-                start = len(claimed) < starting
-                row = conn.execute(
-                    sql.CLAIM_JOB,
-                    {"id": job_id, "node_id": node_id, "now": now, "start": int(start)},
-                ).fetchone()
+            for job_id in self._candidates(conn, now, limit, boost_seconds):
+                start = len(claimed) < start_now
+                row = session.one(
+                    "claim_job", {"id": job_id, "node_id": node_id, "start": int(start)}
+                )
                 if row is None:  # cannot happen under BEGIN IMMEDIATE; kept as a guard
                     continue
-                job = claimed_from_row(row, start_recorded=start)
-                conn.execute(
-                    sql.OPEN_EXECUTION,
+                job = self.decode.claimed_job(row, start_recorded=start)
+                session.execute(
+                    "open_execution",
                     {
                         "id": job.id,
                         "claim_seq": job.claim_seq,
                         "attempt": job.attempt,
                         "node_id": node_id,
-                        "now": now,
                     },
                 )
                 claimed.append(job)
@@ -336,209 +340,27 @@ class SQLiteJobStore(SQLiteClusterOperations, JobStore):
     ) -> list[str]:
         """Ids of the first ``limit`` due jobs in claim order (inside the write lock)."""
         if boost_seconds > 0:
-            rows = conn.execute(
-                sql.CLAIM_CANDIDATES_WITH_BOOST,
-                {"now": now, "limit": limit, "boost": boost_seconds},
-            )
+            name = "claim_candidates_with_boost"
+            params = {"now": now, "limit": limit, "boost": boost_seconds}
         else:
-            rows = conn.execute(sql.CLAIM_CANDIDATES_WITHOUT_BOOST, {"now": now, "limit": limit})
-        return [job_id for (job_id,) in rows.fetchall()]
+            name, params = "claim_candidates_without_boost", {"now": now, "limit": limit}
+        return [job_id for (job_id,) in conn.execute(STATEMENTS[name], params).fetchall()]
 
-    def _fenced_outcome(
-        self,
-        statement: str,
-        params: dict[str, Any],
-        *,
-        execution_status: ExecutionStatus,
-        message: str | None,
-    ) -> bool:
+    def _insert_fire(self, job: NewJob, *, fire_time: datetime) -> bool:
+        fire = {
+            "recurring_id": job.recurring_id,
+            "fire_time": self.encode.moment(fire_time, "Fire time"),
+            "job_id": job.id,
+        }
         with self._write() as (conn, now):
-            return self._apply_fenced(
-                conn, now, statement, params, execution_status=execution_status, message=message
-            )
-
-    @staticmethod
-    def _apply_fenced(
-        conn: sqlite3.Connection,
-        now: float,
-        statement: str,
-        params: dict[str, Any],
-        *,
-        execution_status: ExecutionStatus,
-        message: str | None,
-    ) -> bool:
-        """Inside a write transaction: the fenced job update and, when it matched, the
-        close of its execution record."""
-        if conn.execute(statement, {**params, "now": now}).rowcount != 1:
-            return False
-        conn.execute(
-            sql.CLOSE_EXECUTION,
-            {
-                "id": params["id"],
-                "claim_seq": params["claim_seq"],
-                "status": execution_status.value,
-                "message": message,
-                "now": now,
-            },
-        )
-        return True
-
-    def complete_job(
-        self, job_id: str, claim_seq: int, *, result_json: str | None, result_type: str | None
-    ) -> bool:
-        return self._fenced_outcome(
-            sql.COMPLETE_JOB,
-            {
-                "id": job_id,
-                "claim_seq": claim_seq,
-                "result_json": result_json,
-                "result_type": result_type,
-            },
-            execution_status=ExecutionStatus.SUCCEEDED,
-            message=None,
-        )
-
-    def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
-        """SupportsBatchCompletion: the whole batch in one write transaction (one commit,
-        one hold of SQLite's write lock), fenced per row."""
-        if not completions:
-            return []
-        with self._write() as (conn, now):
-            return [
-                self._apply_fenced(
-                    conn,
-                    now,
-                    sql.COMPLETE_JOB,
-                    {
-                        "id": c.job_id,
-                        "claim_seq": c.claim_seq,
-                        "result_json": c.result_json,
-                        "result_type": c.result_type,
-                    },
-                    execution_status=ExecutionStatus.SUCCEEDED,
-                    message=None,
-                )
-                for c in completions
-            ]
-
-    def mark_started(self, job_id: str, claim_seq: int) -> bool:
-        with self._write() as (conn, _now):
-            changed = conn.execute(sql.MARK_STARTED, {"id": job_id, "claim_seq": claim_seq})
-            return bool(changed.rowcount == 1)
-
-    def fail_job(
-        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
-    ) -> bool:
-        return self._fenced_outcome(
-            sql.FAIL_JOB,
-            {"id": job_id, "claim_seq": claim_seq, "error": error, "attempt": int(count_attempt)},
-            execution_status=ExecutionStatus.FAILED,
-            message=error,
-        )
-
-    def schedule_retry(
-        self, job_id: str, claim_seq: int, *, error: str, delay_seconds: float
-    ) -> bool:
-        return self._fenced_outcome(
-            sql.SCHEDULE_RETRY,
-            {"id": job_id, "claim_seq": claim_seq, "error": error, "delay": delay_seconds},
-            execution_status=ExecutionStatus.FAILED,
-            message=error,
-        )
-
-    def release_claim(self, job_id: str, claim_seq: int, *, message: str) -> bool:
-        return self._fenced_outcome(
-            sql.RELEASE_CLAIM,
-            {"id": job_id, "claim_seq": claim_seq},
-            execution_status=ExecutionStatus.RELEASED,
-            message=message,
-        )
-
-    def cancel_job(self, job_id: str) -> bool:
-        with self._write() as (conn, now):
-            return bool(conn.execute(sql.CANCEL_JOB, {"id": job_id, "now": now}).rowcount == 1)
-
-    def retry_failed_job(self, job_id: str) -> bool:
-        with self._write() as (conn, now):
+            conn.execute("SAVEPOINT recurring_fire")
             try:
-                changed = conn.execute(sql.RETRY_FAILED_JOB, {"id": job_id, "now": now}).rowcount
-            except sqlite3.IntegrityError as exc:
-                key_row = conn.execute(
-                    "SELECT business_key FROM ratchet_job WHERE id = ?", (job_id,)
-                ).fetchone()
-                key = key_row[0] if key_row else None
-                holder = conn.execute(sql.SELECT_ACTIVE_BUSINESS_KEY, (key,)).fetchone()
-                raise BusinessKeyConflictError(
-                    f"Job {job_id!r} cannot be retried: its business key {key!r} is now held "
-                    f"by active job {holder[0] if holder else None!r}. Retry it after that job "
-                    "finishes, or cancel that job first.",
-                    key=key or "",
-                    existing_job_id=holder[0] if holder else None,
-                ) from exc
-            return bool(changed == 1)
-
-    def get_job(self, job_id: str) -> Job | None:
-        with self._read() as conn:
-            row = conn.execute(sql.SELECT_JOB, (job_id,)).fetchone()
-        return None if row is None else job_from_row(row)
-
-    def list_jobs(
-        self, *, status: JobStatus | None = None, tag: str | None = None, limit: int = 100
-    ) -> list[Job]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            clauses.append("status = ?")
-            params.append(JobStatus(status).value)
-        if tag is not None:
-            clauses.append("id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = ?)")
-            params.append(tag)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        query = (
-            f"SELECT {sql.JOB_COLUMNS} FROM ratchet_job {where} "
-            "ORDER BY created_at DESC, id DESC LIMIT ?"
-        )
-        with self._read() as conn:
-            rows = conn.execute(query, (*params, int(limit))).fetchall()
-        return [job_from_row(row) for row in rows]
-
-    def count_jobs(self) -> dict[JobStatus, int]:
-        counts = dict.fromkeys(JobStatus, 0)
-        with self._read() as conn:
-            for status, count in conn.execute(sql.COUNT_JOBS):
-                counts[JobStatus(status)] = count
-        return counts
-
-    def find_job_id_by_idempotency_key(self, key: str) -> str | None:
-        with self._read() as conn:
-            row = conn.execute(sql.SELECT_IDEMPOTENCY_KEY, (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def find_active_job_by_business_key(self, key: str) -> Job | None:
-        with self._read() as conn:
-            row = conn.execute(sql.SELECT_ACTIVE_BUSINESS_KEY, (key,)).fetchone()
-        return None if row is None else job_from_row(row)
-
-    # -- executions ----------------------------------------------------------------------
-
-    def list_executions(self, job_id: str) -> list[Execution]:
-        with self._read() as conn:
-            rows = conn.execute(sql.SELECT_EXECUTIONS, (job_id,)).fetchall()
-        return [execution_from_row(row) for row in rows]
-
-    def record_late_outcome(
-        self, job_id: str, claim_seq: int, *, succeeded: bool, message: str
-    ) -> bool:
-        status = ExecutionStatus.SUCCEEDED if succeeded else ExecutionStatus.FAILED
-        with self._write() as (conn, now):
-            changed = conn.execute(
-                sql.RECORD_LATE_OUTCOME,
-                {
-                    "id": job_id,
-                    "claim_seq": claim_seq,
-                    "status": status.value,
-                    "message": message,
-                    "now": now,
-                },
-            ).rowcount
-        return bool(changed == 1)
+                SQLiteSession(conn, now, self.statements).execute("enqueue_fire", fire)
+                self._insert(conn, now, job)
+            except (sqlite3.IntegrityError, BusinessKeyConflictError):
+                # Fire already recorded, or the previous fire is still active.
+                conn.execute("ROLLBACK TO recurring_fire")
+                conn.execute("RELEASE recurring_fire")
+                return False
+            conn.execute("RELEASE recurring_fire")
+            return True

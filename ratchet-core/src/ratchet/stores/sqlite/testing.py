@@ -7,13 +7,19 @@ private modules, so no first-party plugin or kit code imports ``ratchet._*`` or 
 module of a store (see CONTRIBUTING.md). ``statements`` is the module of SQL texts; the
 ``*_from_row`` functions turn rows of those statements into value types.
 
+``statements`` reads the named statements of ``queries.sql`` by attribute, in upper case
+(``statements.COMPLETE_JOB`` is the statement ``complete_job``); the column lists are
+``statements.JOB_COLUMNS`` and ``statements.RECURRING_COLUMNS``. In a write
+(``store._write()``, which yields the connection and the transaction's ``now``) pass
+``now`` yourself; :class:`~ratchet.stores.sqlite.store.SQLiteSession` adds it for you.
+
 Public, but only as stable as the store's schema: the statements change with it. Nothing
 outside tests should build on them.
 """
 
 from __future__ import annotations
 
-from ratchet.stores.sqlite import _statements as statements
+from ratchet.stores.sqlite import _statements
 from ratchet.stores.sqlite._rows import (
     claimed_from_row,
     execution_from_row,
@@ -21,6 +27,20 @@ from ratchet.stores.sqlite._rows import (
     node_from_row,
     recurring_from_row,
 )
+
+
+class _ByAttribute:
+    """``statements.NAME``: the statement ``name`` of ``queries.sql``, or a column list."""
+
+    CLOCK = _statements.NOW  # SQLite's clock as an expression, as reads use it
+    JOB_COLUMNS = _statements.JOB_COLUMNS
+    RECURRING_COLUMNS = _statements.RECURRING_COLUMNS
+
+    def __getattr__(self, name: str) -> str:
+        return _statements.STATEMENTS[name.lower()]
+
+
+statements = _ByAttribute()
 
 __all__ = [
     "claimed_from_row",

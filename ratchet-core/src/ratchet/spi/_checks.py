@@ -1,0 +1,59 @@
+"""Checks every store makes before it writes, with the errors users see.
+
+They need no database, so a store runs them first and a refused call writes nothing.
+Public SPI, as :func:`ratchet.spi.check_new_jobs` and friends: a store author gets the same
+rule and the same message as the first-party stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from ratchet._types import NewJob
+from ratchet.spi._conflicts import business_key_twice, idempotency_key_twice
+
+__all__ = ["check_aware", "check_lock_ttl", "check_new_jobs", "require_recurring_id"]
+
+
+def check_aware(moment: datetime, what: str = "Scheduled time") -> datetime:
+    """``moment`` itself; ValueError naming it when it has no time zone."""
+    if moment.tzinfo is None:
+        raise ValueError(
+            f"{what} {moment!r} has no time zone; pass an aware datetime "
+            "(for example datetime.now(UTC) + timedelta(minutes=5))."
+        )
+    return moment
+
+
+def check_new_jobs(jobs: Sequence[NewJob]) -> None:
+    """Refuse a batch before anything is written: naive scheduled times, and an
+    idempotency or business key that appears twice in the batch (the second job would
+    conflict with the first; the error names both)."""
+    first_with_key: dict[tuple[str, str], str] = {}
+    for job in jobs:
+        if job.scheduled_at is not None:
+            check_aware(job.scheduled_at)
+        for kind, key in (("idempotency", job.idempotency_key), ("business", job.business_key)):
+            if key is None:
+                continue
+            earlier = first_with_key.setdefault((kind, key), job.id)
+            if earlier == job.id:
+                continue
+            if kind == "idempotency":
+                raise idempotency_key_twice(key, earlier, job.id)
+            raise business_key_twice(key, earlier, job.id)
+
+
+def check_lock_ttl(ttl_seconds: float) -> float:
+    """``ttl_seconds`` as a float; ValueError unless it is a positive number."""
+    if not ttl_seconds > 0:
+        raise ValueError(f"Lock TTL {ttl_seconds!r} must be a positive number of seconds.")
+    return float(ttl_seconds)
+
+
+def require_recurring_id(job: NewJob) -> str:
+    """The recurring id of a recurring fire's job; ValueError when it has none."""
+    if job.recurring_id is None:
+        raise ValueError(f"Job {job.id!r} has no recurring_id; set it to the recurring id.")
+    return job.recurring_id

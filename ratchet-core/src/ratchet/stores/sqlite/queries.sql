@@ -1,0 +1,284 @@
+-- The SQL the embedded store runs, by name (ratchet.spi.sql.Statements).
+--
+-- In a write (every statement run in a transaction), :now is the value read from
+-- SQLite's clock when the transaction began, so every time written in one transaction
+-- agrees. A read outside a transaction uses {{now}}, the same clock read in place.
+-- Times are epoch seconds (REAL); durations (:delay, :grace, :ttl, :age) are seconds.
+
+-- name: now
+SELECT {{now}};
+
+-- ===================================================================== enqueue
+
+-- name: insert_job
+INSERT INTO ratchet_job ({{job_columns}})
+VALUES (:id, :name, :target, :args_json, :kwargs_json, 'PENDING', :priority, 0, :max_retries,
+        :backoff, :backoff_ms, :timeout_seconds, 0, 0, NULL, NULL,
+        :business_key, :idempotency_key, :tags, :params, :recurring_id, NULL,
+        NULL, NULL, COALESCE(:scheduled_at, :now + :delay), :now, NULL, NULL, :now);
+
+-- name: insert_tag
+INSERT OR IGNORE INTO ratchet_job_tag (tag, job_id) VALUES (:tag, :id);
+
+-- name: insert_idempotency_key
+INSERT INTO ratchet_idempotency_key (key, job_id, created_at) VALUES (:key, :id, :now);
+
+-- name: select_idempotency_key
+SELECT job_id FROM ratchet_idempotency_key WHERE key = :key;
+
+-- name: select_business_key
+SELECT business_key FROM ratchet_job WHERE id = :id;
+
+-- name: select_active_business_key
+SELECT {{job_columns}} FROM ratchet_job
+WHERE business_key = :key AND status IN ('PENDING', 'RUNNING');
+
+-- ===================================================================== claim
+
+-- name: claim_candidates_with_boost
+-- Within one priority level effective priority never rises as scheduled_at grows, so the
+-- overall first :limit jobs are always among each level's first :limit: merging the five
+-- short lists gives the exact order at a cost independent of the backlog.
+SELECT id FROM ({{due_candidates}})
+ORDER BY priority + CAST((:now - scheduled_at) / :boost AS INTEGER) DESC, scheduled_at, id
+LIMIT :limit;
+
+-- name: claim_candidates_without_boost
+SELECT id FROM ({{due_candidates}})
+ORDER BY priority DESC, scheduled_at, id
+LIMIT :limit;
+
+-- name: claim_job
+-- :start is 1 for a job the worker starts at once (its start is recorded with the claim),
+-- 0 for one claimed ahead.
+UPDATE ratchet_job
+SET status = 'RUNNING', owner = :node_id, claimed_at = :now, started_at = :now,
+    claim_seq = claim_seq + 1,
+    started_seq = CASE WHEN :start THEN claim_seq + 1 ELSE started_seq END, updated_at = :now
+WHERE id = :id AND status = 'PENDING'
+RETURNING id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff,
+          backoff_ms, timeout_seconds, crash_count, claim_seq, params_json, business_key,
+          idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries;
+
+-- name: open_execution
+INSERT OR REPLACE INTO ratchet_execution
+    (job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at)
+VALUES (:id, :claim_seq, :attempt, :node_id, 'RUNNING', NULL, :now, NULL);
+
+-- name: mark_started
+UPDATE ratchet_job SET started_seq = :claim_seq
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- ===================================================================== outcomes
+-- Every outcome is fenced by (id, RUNNING, claim_seq): a stale worker changes nothing.
+
+-- name: close_execution
+UPDATE ratchet_execution SET status = :execution_status, message = :message, finished_at = :now
+WHERE job_id = :id AND claim_seq = :claim_seq;
+
+-- name: complete_job
+UPDATE ratchet_job
+SET status = 'SUCCEEDED', attempts = attempts + 1, result_json = :result_json,
+    result_type = :result_type, owner = NULL, finished_at = :now, updated_at = :now
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- name: fail_job
+UPDATE ratchet_job
+SET status = 'FAILED', attempts = attempts + :attempt, last_error = :error, owner = NULL,
+    finished_at = :now, updated_at = :now
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- name: schedule_retry
+UPDATE ratchet_job
+SET status = 'PENDING', attempts = attempts + 1, last_error = :error, owner = NULL,
+    claimed_at = NULL, scheduled_at = :now + :delay, updated_at = :now
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- name: release_claim
+UPDATE ratchet_job
+SET status = 'PENDING', owner = NULL, claimed_at = NULL, updated_at = :now
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- name: cancel_job
+UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
+WHERE id = :id AND status = 'PENDING';
+
+-- name: retry_failed_job
+UPDATE ratchet_job
+SET status = 'PENDING', attempts = 0, last_error = NULL, scheduled_at = :now,
+    finished_at = NULL, owner = NULL, claimed_at = NULL, updated_at = :now
+WHERE id = :id AND status = 'FAILED';
+
+-- name: record_late_outcome
+UPDATE ratchet_execution SET status = :execution_status, message = :message,
+    finished_at = COALESCE(finished_at, :now)
+WHERE job_id = :id AND claim_seq = :claim_seq
+  AND NOT EXISTS (SELECT 1 FROM ratchet_job j
+                  WHERE j.id = :id AND j.status = 'RUNNING' AND j.claim_seq = :claim_seq);
+
+-- ===================================================================== reads
+
+-- name: select_job
+SELECT {{job_columns}} FROM ratchet_job WHERE id = :id;
+
+-- name: list_jobs
+SELECT {{job_columns}} FROM ratchet_job ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: list_jobs_by_status
+SELECT {{job_columns}} FROM ratchet_job WHERE status = :status
+ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: list_jobs_by_tag
+SELECT {{job_columns}} FROM ratchet_job
+WHERE id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag)
+ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: list_jobs_by_status_and_tag
+SELECT {{job_columns}} FROM ratchet_job
+WHERE status = :status AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag)
+ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: count_jobs
+SELECT status, COUNT(*) FROM ratchet_job GROUP BY status;
+
+-- name: select_executions
+SELECT job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
+FROM ratchet_execution WHERE job_id = :id ORDER BY claim_seq;
+
+-- ===================================================================== nodes and locks
+
+-- name: register_node
+INSERT INTO ratchet_node (node_id, started_at, heartbeat_at) VALUES (:node_id, :now, :now)
+ON CONFLICT (node_id) DO UPDATE SET started_at = excluded.started_at,
+                                    heartbeat_at = excluded.heartbeat_at;
+
+-- name: heartbeat
+INSERT INTO ratchet_node (node_id, started_at, heartbeat_at) VALUES (:node_id, :now, :now)
+ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at;
+
+-- name: select_nodes
+SELECT node_id, started_at, heartbeat_at FROM ratchet_node ORDER BY heartbeat_at DESC;
+
+-- name: select_stale_nodes
+SELECT node_id, started_at, heartbeat_at FROM ratchet_node
+WHERE heartbeat_at < {{now}} - :grace ORDER BY heartbeat_at;
+
+-- name: remove_node
+DELETE FROM ratchet_node WHERE node_id = :node_id;
+
+-- name: try_lock
+INSERT INTO ratchet_lock (name, owner, acquired_at, expires_at)
+VALUES (:name, :owner, :now, :now + :ttl)
+ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, acquired_at = excluded.acquired_at,
+                                 expires_at = excluded.expires_at
+WHERE ratchet_lock.expires_at <= excluded.acquired_at OR ratchet_lock.owner = excluded.owner;
+
+-- name: renew_lock
+-- Never shortens the lease: a renewal with a shorter TTL keeps the later expiry.
+UPDATE ratchet_lock SET expires_at = MAX(expires_at, :now + :ttl)
+WHERE name = :name AND owner = :owner AND expires_at > :now;
+
+-- name: release_lock
+DELETE FROM ratchet_lock WHERE name = :name AND owner = :owner;
+
+-- ===================================================================== orphan recovery
+
+-- name: select_orphans
+-- RUNNING claims older than the grace whose owner has no fresh heartbeat (or no owner at
+-- all). A node that still heartbeats never loses its jobs, however old.
+SELECT id, claim_seq, crash_count, started_seq = claim_seq FROM ratchet_job j
+WHERE status = 'RUNNING' AND claimed_at <= :now - :grace
+  AND (owner IS NULL OR NOT EXISTS (
+        SELECT 1 FROM ratchet_node n WHERE n.node_id = j.owner AND n.heartbeat_at > :now - :grace))
+ORDER BY claimed_at;
+
+-- name: select_node_claims
+SELECT id, claim_seq, crash_count, started_seq = claim_seq FROM ratchet_job
+WHERE status = 'RUNNING' AND owner = :node_id ORDER BY claimed_at;
+
+-- name: reset_orphan
+-- :charge is 1 when the claim's start was recorded (a crash is counted against the job).
+UPDATE ratchet_job
+SET status = 'PENDING', owner = NULL, claimed_at = NULL, crash_count = crash_count + :charge,
+    redeliveries = redeliveries + 1, updated_at = :now
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- name: disown_exhausted
+UPDATE ratchet_job SET owner = NULL, updated_at = :now
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- name: close_stale_executions
+UPDATE ratchet_execution SET status = 'FAILED', message = :message, finished_at = :now
+WHERE (job_id, claim_seq) IN (
+    SELECT e.job_id, e.claim_seq FROM ratchet_execution e JOIN ratchet_job j ON j.id = e.job_id
+    WHERE e.status = 'RUNNING'
+      AND NOT (j.status = 'RUNNING' AND j.claim_seq = e.claim_seq)
+      AND j.updated_at <= :now - :grace
+    LIMIT :limit);
+
+-- ===================================================================== recurring
+
+-- name: enqueue_fire
+INSERT INTO ratchet_recurring_fire (recurring_id, fire_time, job_id)
+VALUES (:recurring_id, :fire_time, :job_id);
+
+-- name: skip_fire
+INSERT OR IGNORE INTO ratchet_recurring_fire (recurring_id, fire_time, job_id)
+VALUES (:recurring_id, :fire_time, NULL);
+
+-- name: last_fire
+SELECT MAX(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = :recurring_id;
+
+-- name: cancel_by_business_key
+UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
+WHERE business_key = :key AND status = 'PENDING';
+
+-- name: cancel_by_tag
+UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
+WHERE status = 'PENDING' AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag);
+
+-- name: save_recurring
+INSERT INTO ratchet_recurring (id, cron, zone, misfire, name, target, args_json, kwargs_json,
+    priority, max_retries, backoff, backoff_ms, timeout_seconds, tags_json, source,
+    created_at, updated_at)
+VALUES (:id, :cron, :zone, :misfire, :name, :target, :args_json, :kwargs_json, :priority,
+    :max_retries, :backoff, :backoff_ms, :timeout_seconds, :tags, :source, :now, :now)
+ON CONFLICT (id) DO UPDATE SET cron = excluded.cron, zone = excluded.zone,
+    misfire = excluded.misfire, name = excluded.name, target = excluded.target,
+    args_json = excluded.args_json, kwargs_json = excluded.kwargs_json,
+    priority = excluded.priority, max_retries = excluded.max_retries,
+    backoff = excluded.backoff, backoff_ms = excluded.backoff_ms,
+    timeout_seconds = excluded.timeout_seconds, tags_json = excluded.tags_json,
+    source = excluded.source, updated_at = excluded.updated_at;
+
+-- name: select_recurring
+SELECT {{recurring_columns}} FROM ratchet_recurring ORDER BY id;
+
+-- name: delete_recurring
+DELETE FROM ratchet_recurring WHERE id = :id;
+
+-- ===================================================================== archive
+
+-- name: select_archivable
+SELECT id FROM ratchet_job
+WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELED') AND finished_at < :now - :age
+ORDER BY finished_at LIMIT :limit;
+
+-- name: select_purgeable
+SELECT id FROM ratchet_job WHERE status = 'FAILED' AND finished_at < :now - :age;
+
+-- name: archive_jobs
+INSERT OR REPLACE INTO ratchet_job_archive ({{job_columns}}, archived_at)
+SELECT {{job_columns}}, :now FROM ratchet_job WHERE id IN ({ids});
+
+-- name: delete_tags
+DELETE FROM ratchet_job_tag WHERE job_id IN ({ids});
+
+-- name: delete_jobs
+DELETE FROM ratchet_job WHERE id IN ({ids});
+
+-- name: purge_executions
+DELETE FROM ratchet_execution WHERE (job_id, claim_seq) IN (
+    SELECT job_id, claim_seq FROM ratchet_execution
+    WHERE status <> 'RUNNING' AND finished_at < :now - :age
+    LIMIT :limit);

@@ -1,0 +1,218 @@
+"""Outcomes of the MongoDB store: complete, fail, retry, release, mark started, cancel,
+retry a failed job, and late outcomes.
+
+Contract kept (``ratchet.spi.JobQueue`` and ``ExecutionLog.record_late_outcome``): an
+outcome of a claim is one fenced transition (:meth:`FencedCollections._job_cas`) that
+applies only while the job is RUNNING under exactly that ``claim_seq``; otherwise it
+changes nothing and returns ``False``, so a worker that lost its claim never overwrites
+the new owner's outcome. The winner then closes the claim's execution record. A late
+outcome touches the execution record only, never the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from ratchet.errors import BusinessKeyConflictError
+from ratchet.spi import ExecutionStatus, JobStatus, retry_blocked_by_business_key
+from ratchet_store_mongodb._fencing import Doc, ms, unavailable
+from ratchet_store_mongodb._keys import KeyReservations
+
+__all__ = ["OutcomeOperations", "while_claimed"]
+
+
+def while_claimed(
+    claim_seq: int, changes: dict[str, Any]
+) -> Callable[[Doc, datetime], dict[str, Any] | None]:
+    """A ``decide`` for :meth:`FencedCollections._job_cas`: ``changes`` while the job is
+    RUNNING under ``claim_seq``, nothing otherwise."""
+
+    def decide(job: Doc, _now: datetime) -> dict[str, Any] | None:
+        running = job["status"] == JobStatus.RUNNING.value
+        return changes if running and int(job["claim_seq"]) == claim_seq else None
+
+    return decide
+
+
+class OutcomeOperations(KeyReservations):
+    """The fenced outcomes of a claim, cancel, and retry of a dead-lettered job."""
+
+    def _close_execution(
+        self,
+        job_id: str,
+        claim_seq: int,
+        *,
+        status: ExecutionStatus,
+        message: str | None,
+        now: datetime,
+    ) -> None:
+        self._executions.update_one(
+            {"_id": f"{job_id}:{claim_seq}"},
+            {"$set": {"status": status.value, "message": message, "finished_at": now}},
+        )
+
+    def _fenced_outcome(
+        self,
+        job_id: str,
+        claim_seq: int,
+        changes: Callable[[Doc, datetime], dict[str, Any]],
+        execution_status: ExecutionStatus,
+        message: str | None,
+    ) -> bool:
+        def decide(job: Doc, now: datetime) -> dict[str, Any] | None:
+            if job["status"] != JobStatus.RUNNING.value or int(job["claim_seq"]) != claim_seq:
+                return None
+            return changes(job, now)
+
+        done = self._job_cas(job_id, decide)
+        if done is None:
+            return False
+        after = done[1]
+        self._close_execution(
+            job_id, claim_seq, status=execution_status, message=message, now=after["updated_at"]
+        )
+        return True
+
+    @unavailable
+    def complete_job(
+        self, job_id: str, claim_seq: int, *, result_json: str | None, result_type: str | None
+    ) -> bool:
+        return self._fenced_outcome(
+            job_id,
+            claim_seq,
+            lambda job, now: {
+                "status": JobStatus.SUCCEEDED.value,
+                "attempts": int(job["attempts"]) + 1,
+                "result_json": result_json,
+                "result_type": result_type,
+                "owner": None,
+                "finished_at": now,
+            },
+            ExecutionStatus.SUCCEEDED,
+            None,
+        )
+
+    @unavailable
+    def mark_started(self, job_id: str, claim_seq: int) -> bool:
+        # A transition like any other (the rev token): it cannot slip between an orphan
+        # reset's read and write; a claim that moved on is not marked.
+        marked = self._job_cas(job_id, while_claimed(claim_seq, {"started_seq": claim_seq}))
+        return marked is not None
+
+    @unavailable
+    def fail_job(
+        self, job_id: str, claim_seq: int, *, error: str, count_attempt: bool = True
+    ) -> bool:
+        return self._fenced_outcome(
+            job_id,
+            claim_seq,
+            lambda job, now: {
+                "status": JobStatus.FAILED.value,
+                "attempts": int(job["attempts"]) + int(count_attempt),
+                "last_error": error,
+                "owner": None,
+                "finished_at": now,
+            },
+            ExecutionStatus.FAILED,
+            error,
+        )
+
+    @unavailable
+    def schedule_retry(
+        self, job_id: str, claim_seq: int, *, error: str, delay_seconds: float
+    ) -> bool:
+        return self._fenced_outcome(
+            job_id,
+            claim_seq,
+            lambda job, now: {
+                "status": JobStatus.PENDING.value,
+                "attempts": int(job["attempts"]) + 1,
+                "last_error": error,
+                "owner": None,
+                "claimed_at": None,
+                "scheduled_at": now + ms(delay_seconds),
+            },
+            ExecutionStatus.FAILED,
+            error,
+        )
+
+    @unavailable
+    def release_claim(self, job_id: str, claim_seq: int, *, message: str) -> bool:
+        return self._fenced_outcome(
+            job_id,
+            claim_seq,
+            lambda _job, now: {
+                "status": JobStatus.PENDING.value,
+                "owner": None,
+                "claimed_at": None,
+                "scheduled_at": now,
+            },
+            ExecutionStatus.RELEASED,
+            message,
+        )
+
+    def _cancel(self, job_id: str, doc: Doc | None = None) -> bool:
+        def decide(job: Doc, now: datetime) -> dict[str, Any] | None:
+            if job["status"] != JobStatus.PENDING.value:
+                return None
+            return {"status": JobStatus.CANCELED.value, "finished_at": now}
+
+        return self._job_cas(job_id, decide, doc=doc) is not None
+
+    @unavailable
+    def cancel_job(self, job_id: str) -> bool:
+        return self._cancel(job_id)
+
+    @unavailable
+    def retry_failed_job(self, job_id: str) -> bool:
+        job = self._jobs.find_one({"_id": job_id})
+        if job is None or job["status"] != JobStatus.FAILED.value:
+            return False
+        key = job.get("business_key")
+        gen: int | None = None
+        if key is not None:
+            now = self._now()
+            try:
+                gen = self._reserve_business_key(key, job_id, now)
+            except BusinessKeyConflictError as exc:
+                raise retry_blocked_by_business_key(job_id, key, exc.existing_job_id) from None
+
+        def decide(doc: Doc, now: datetime) -> dict[str, Any] | None:
+            if doc["status"] != JobStatus.FAILED.value:
+                return None
+            return {
+                "status": JobStatus.PENDING.value,
+                "attempts": 0,
+                "last_error": None,
+                "scheduled_at": now,
+                "finished_at": None,
+                "owner": None,
+                "claimed_at": None,
+            }
+
+        try:
+            return self._job_cas(job_id, decide) is not None
+        finally:
+            if key is not None and gen is not None:
+                self._end_pending_reservation(key, job_id, gen)
+
+    @unavailable
+    def record_late_outcome(
+        self, job_id: str, claim_seq: int, *, succeeded: bool, message: str
+    ) -> bool:
+        execution = self._executions.find_one({"_id": f"{job_id}:{claim_seq}"})
+        if execution is None:
+            return False
+        job = self._jobs.find_one({"_id": job_id}, {"status": 1, "claim_seq": 1})
+        if (
+            job is not None
+            and job["status"] == JobStatus.RUNNING.value
+            and int(job["claim_seq"]) == claim_seq
+        ):
+            return False
+        status = ExecutionStatus.SUCCEEDED if succeeded else ExecutionStatus.FAILED
+        finished = execution.get("finished_at") or self._now()
+        self._close_execution(job_id, claim_seq, status=status, message=message, now=finished)
+        return True

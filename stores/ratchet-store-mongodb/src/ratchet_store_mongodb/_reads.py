@@ -1,0 +1,77 @@
+"""Reads of the MongoDB store: jobs, counts, key look-ups and execution records.
+
+Contract kept (``ratchet.spi.JobQueue`` reads and ``ExecutionLog.list_executions``): every
+method only reads, so each is retried once after a lost connection (``idempotent``); a
+closed store raises :class:`~ratchet.errors.RatchetError`. Archived jobs live in another
+collection and are never returned. Keys match exactly, as stored.
+"""
+
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING
+
+from ratchet.spi import Execution, Job, JobStatus
+from ratchet_store_mongodb._fencing import Doc, FencedCollections, unavailable
+from ratchet_store_mongodb._keys import ACTIVE
+from ratchet_store_mongodb._reconnect import idempotent
+from ratchet_store_mongodb._rows import execution_from_doc, job_from_doc
+
+__all__ = ["ReadOperations"]
+
+
+class ReadOperations(FencedCollections):
+    """Look-ups of jobs and of the executions of a job."""
+
+    @unavailable
+    @idempotent
+    def get_job(self, job_id: str) -> Job | None:
+        self._check_open()
+        doc = self._jobs.find_one({"_id": job_id})
+        return None if doc is None else job_from_doc(doc)
+
+    @unavailable
+    @idempotent
+    def list_jobs(
+        self, *, status: JobStatus | None = None, tag: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        self._check_open()
+        query: Doc = {}
+        if status is not None:
+            query["status"] = JobStatus(status).value
+        if tag is not None:
+            query["tags"] = tag
+        cursor = (
+            self._jobs.find(query)
+            .sort([("created_at", DESCENDING), ("_id", DESCENDING)])
+            .limit(int(limit))
+        )
+        return [job_from_doc(doc) for doc in cursor]
+
+    @unavailable
+    @idempotent
+    def count_jobs(self) -> dict[JobStatus, int]:
+        self._check_open()
+        return {
+            status: self._jobs.count_documents({"status": status.value}) for status in JobStatus
+        }
+
+    @unavailable
+    @idempotent
+    def find_job_id_by_idempotency_key(self, key: str) -> str | None:
+        self._check_open()
+        doc = self._idempotency.find_one({"_id": key})
+        return None if doc is None else str(doc["job_id"])
+
+    @unavailable
+    @idempotent
+    def find_active_job_by_business_key(self, key: str) -> Job | None:
+        self._check_open()
+        doc = self._jobs.find_one({"business_key": key, "status": {"$in": list(ACTIVE)}})
+        return None if doc is None else job_from_doc(doc)
+
+    @unavailable
+    @idempotent
+    def list_executions(self, job_id: str) -> list[Execution]:
+        self._check_open()
+        cursor = self._executions.find({"job_id": job_id}).sort("claim_seq", ASCENDING)
+        return [execution_from_doc(doc) for doc in cursor]

@@ -1,0 +1,127 @@
+"""The store's SQL: ``queries.sql`` loaded with its generated pieces, the pieces the tuned
+paths build per call, and the session the shared layer runs statements on.
+
+Everything static is in ``queries.sql`` (its header states the conventions: server clock,
+microsecond durations, matched-row counts). What depends on the code or on the call is
+built here and nowhere else:
+
+* when the file is loaded, ``{{job_columns}}`` and ``{{due_candidates}}`` (one ordered
+  scan of the claim index per priority level, for :mod:`ratchet_store_mysql._claim`);
+* per call, by the tuned paths: ``{ids}`` lists and the multi-row ``{rows}`` of a VALUES
+  list (:func:`placeholders` with a row form below), the ``{cases}`` and ``{pairs}`` of a
+  batch completion, the ``{started}`` form of a claim. Only placeholders and these fixed
+  forms are ever spliced in; every value travels as a parameter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymysql.cursors import Cursor
+
+from ratchet.spi import JobPriority
+from ratchet.spi.sql import Params, Row, SQLSession, Statements
+
+__all__ = [
+    "EXECUTION_KEY",
+    "EXECUTION_ROW",
+    "FRAGMENTS",
+    "IDEMPOTENCY_KEY_ROW",
+    "JOB_ROW",
+    "RESULT_CASE",
+    "STARTED_ALL",
+    "STARTED_NONE",
+    "STARTED_SOME",
+    "STATEMENTS",
+    "TAG_ROW",
+    "MySQLSession",
+    "placeholders",
+    "statement",
+]
+
+JOB_COLUMNS = (
+    "id, name, target, args_json, kwargs_json, status, priority, attempts, max_retries, "
+    "backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at, "
+    "business_key, idempotency_key, tags_json, params_json, recurring_id, result_json, "
+    "result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at"
+)
+
+
+def _due_at_level(priority: int) -> str:
+    # At most %(per_level)s entries of the index ratchet_job_claim, which holds every
+    # selected column: no table row is read.
+    return (
+        "(SELECT priority, scheduled_at, id, UTC_TIMESTAMP(6) AS now "
+        "FROM ratchet_job FORCE INDEX (ratchet_job_claim) "
+        f"WHERE status = 'PENDING' AND priority = {priority} "
+        "AND scheduled_at <= UTC_TIMESTAMP(6) "
+        "ORDER BY scheduled_at, id LIMIT %(per_level)s)"
+    )
+
+
+FRAGMENTS = {
+    "job_columns": JOB_COLUMNS,
+    "due_candidates": " UNION ALL ".join(
+        _due_at_level(int(level)) for level in sorted(JobPriority, reverse=True)
+    ),
+}
+"""The ``{{name}}`` pieces of queries.sql, filled when it is loaded."""
+
+STATEMENTS = Statements.load("ratchet_store_mysql", "queries.sql", fragments=FRAGMENTS)
+
+
+def statement(name: str, **pieces: str) -> str:
+    """The statement ``name`` with its run-time markers (``{ids}``, ``{rows}``, ...) filled
+    with ``pieces``: placeholders and the fixed forms below only."""
+    return STATEMENTS[name].format(**pieces)
+
+
+def placeholders(count: int, row: str = "%s") -> str:
+    """``count`` copies of ``row`` joined by commas: the shape of an IN list or VALUES."""
+    return ", ".join([row] * count)
+
+
+# The VALUES rows of insert_jobs, insert_idempotency_keys, insert_tags and open_executions.
+# JOB_ROW takes RowEncoder.new_job's values in their order (see _enqueue.JOB_PARAMETERS).
+JOB_ROW = (
+    "(%s, %s, %s, %s, %s, 'PENDING', %s, 0, %s, %s, %s, %s, 0, 0, NULL, NULL, %s, %s, %s, %s, "
+    "%s, NULL, NULL, NULL, COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), "
+    "UTC_TIMESTAMP(6), NULL, NULL, UTC_TIMESTAMP(6))"
+)
+IDEMPOTENCY_KEY_ROW = "(%s, %s, UTC_TIMESTAMP(6))"
+TAG_ROW = "(%s, %s)"
+EXECUTION_ROW = "(%s, %s, %s, %s, 'RUNNING', NULL, %s, NULL)"
+
+# The {started} of claim_locked: every job started at once, none, or the first few.
+STARTED_ALL = "claim_seq + 1"
+STARTED_NONE = "started_seq"
+STARTED_SOME = "CASE WHEN id IN ({ids}) THEN claim_seq + 1 ELSE started_seq END"
+
+# The {cases} of complete_locked (job id, value) and the {pairs} of close_executions.
+RESULT_CASE = "WHEN %s THEN %s"
+EXECUTION_KEY = "(job_id = %s AND claim_seq = %s)"
+
+
+def _named(name: str) -> str:
+    return f"%({name})s"
+
+
+class MySQLSession(SQLSession):
+    """The shared layer's statements on a cursor inside one open transaction."""
+
+    def __init__(self, cursor: Cursor) -> None:
+        super().__init__(STATEMENTS, _named)
+        self.cursor = cursor
+
+    def execute_text(self, text: str, params: Params) -> int:
+        """Matched rows (CLIENT.FOUND_ROWS), not changed ones."""
+        return int(self.cursor.execute(text, _args(params)))
+
+    def query_text(self, text: str, params: Params) -> list[Row]:
+        self.cursor.execute(text, _args(params))
+        return list(self.cursor.fetchall())
+
+
+def _args(params: Params) -> Any:
+    # Without parameters the driver sends the text as written (no %-formatting of it).
+    return params or None

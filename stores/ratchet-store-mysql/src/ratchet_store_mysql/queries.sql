@@ -1,0 +1,396 @@
+-- The SQL of the MySQL / MariaDB store, by name (ratchet.spi.sql.Statements).
+--
+-- Conventions, for MySQL 8.0.16+ and MariaDB 10.6+ alike:
+--
+-- * Every time comes from the server: UTC_TIMESTAMP(6) (constant within one statement,
+--   independent of the session time zone), or a value read from it earlier in the same
+--   transaction and passed back. Python's clock is never used.
+-- * Durations (%(delay)s, %(grace)s, %(ttl)s, %(age)s) are whole microseconds:
+--   UTC_TIMESTAMP(6) + INTERVAL %(delay)s MICROSECOND.
+-- * Placeholders are PyMySQL's (the driver quotes every value): %(name)s in the statements
+--   the shared layer runs; positional %s in those of the tuned paths (enqueue, claim,
+--   batch completion), whose {ids}, {rows}, {cases}, {pairs} and {started} are filled at run
+--   time with placeholders only, by ratchet_store_mysql._sql. {{job_columns}} and
+--   {{due_candidates}} are filled when the file is loaded.
+-- * Row counts are matched rows, not changed ones: every connection carries
+--   CLIENT.FOUND_ROWS, so a fenced UPDATE that leaves its row as it was still counts 1.
+-- * No VALUES() in ON DUPLICATE KEY UPDATE (deprecated in MySQL 8.0.20, while the row alias
+--   that replaces it does not exist in MariaDB).
+
+-- name: now
+SELECT UTC_TIMESTAMP(6);
+
+-- ===================================================================== enqueue
+
+-- name: insert_jobs
+-- {rows}: one row per job (_sql.JOB_ROW); scheduled_at is the given UTC time, or
+-- database-now plus the delay in microseconds.
+INSERT INTO ratchet_job ({{job_columns}}) VALUES {rows};
+
+-- name: insert_idempotency_keys
+INSERT INTO ratchet_idempotency_key (idempotency_key, job_id, created_at) VALUES {rows};
+
+-- name: insert_tags
+INSERT INTO ratchet_job_tag (tag, job_id) VALUES {rows};
+
+-- name: select_any_idempotency_key
+-- Who holds one of a refused batch's idempotency keys (read after the rollback).
+SELECT idempotency_key, job_id FROM ratchet_idempotency_key
+WHERE idempotency_key IN ({ids}) ORDER BY idempotency_key LIMIT 1;
+
+-- name: select_holder_of_any_business_key
+SELECT business_key, id FROM ratchet_job WHERE active_business_key IN ({ids}) LIMIT 1;
+
+-- name: count_jobs_with_ids
+-- After a lost answer, whether the first attempt of an enqueue committed: its job ids exist.
+SELECT count(*) FROM ratchet_job WHERE id IN ({ids});
+
+-- name: select_idempotency_key
+SELECT job_id FROM ratchet_idempotency_key WHERE idempotency_key = %(key)s;
+
+-- name: select_business_key
+SELECT business_key FROM ratchet_job WHERE id = %(id)s;
+
+-- name: select_active_business_key
+SELECT {{job_columns}} FROM ratchet_job WHERE active_business_key = %(key)s;
+
+-- ===================================================================== claim (_claim.py)
+
+-- name: claim_candidates
+-- Step 1: each priority level's first %(per_level)s due jobs in (scheduled_at, id) order,
+-- with the database time the statement ran at; one ordered range scan of the index
+-- ratchet_job_claim per level, which holds every selected column, so no table row is read.
+-- Not a locking read. Within one level effective priority never rises as scheduled_at
+-- grows, so the overall first N jobs are among each level's first N.
+{{due_candidates}};
+
+-- name: lock_candidates
+-- Step 2: lock, by primary key, exactly the candidates chosen (in claim order), re-checking
+-- that each is still due (the last %s is the time of step 1) and PENDING. Point lookups on
+-- the primary key take record locks only, no gap locks, also under REPEATABLE READ; SKIP
+-- LOCKED passes over the rows another claimer holds right now instead of waiting for them.
+-- claimed_at is still the previous claim's (the decoder uses the claim's own time instead).
+SELECT id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff,
+       backoff_ms, timeout_seconds, crash_count, claim_seq, params_json, business_key,
+       idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries
+FROM ratchet_job
+WHERE id IN ({ids}) AND status = 'PENDING' AND scheduled_at <= %s
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_locked
+-- Step 3, in the same transaction: the locked rows become RUNNING under a new claim_seq;
+-- owner, then the time of step 1 three times. {started} is one of the _sql.STARTED_* forms:
+-- the jobs the worker starts at once get started_seq = their new claim_seq. It comes
+-- before claim_seq and says claim_seq + 1 itself: a single-table UPDATE assigns left to
+-- right (later expressions see the new claim_seq), except under MariaDB's
+-- SIMULTANEOUS_ASSIGNMENT mode; this form is right either way.
+UPDATE ratchet_job SET status = 'RUNNING', owner = %s, claimed_at = %s, started_at = %s,
+    started_seq = {started}, claim_seq = claim_seq + 1, updated_at = %s
+WHERE id IN ({ids}) AND status = 'PENDING';
+
+-- name: open_executions
+-- {rows}: _sql.EXECUTION_ROW per claimed job.
+INSERT INTO ratchet_execution
+    (job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at)
+VALUES {rows};
+
+-- name: mark_started
+-- Fenced like an outcome; with CLIENT.FOUND_ROWS a start already recorded still counts 1.
+UPDATE ratchet_job SET started_seq = claim_seq
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- ===================================================================== outcomes
+-- Each outcome is a transaction: the fenced job update (by id, RUNNING and claim_seq: a
+-- stale worker changes nothing), then, only when it matched, close_execution.
+
+-- name: complete_job
+UPDATE ratchet_job
+SET status = 'SUCCEEDED', attempts = attempts + 1, result_json = %(result_json)s,
+    result_type = %(result_type)s, owner = NULL, finished_at = UTC_TIMESTAMP(6),
+    updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- name: fail_job
+-- %(attempt)s is 1, or 0 for the crash-limit dead letter (no attempt of the job finished).
+UPDATE ratchet_job
+SET status = 'FAILED', attempts = attempts + %(attempt)s, last_error = %(error)s, owner = NULL,
+    finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- name: schedule_retry
+UPDATE ratchet_job
+SET status = 'PENDING', attempts = attempts + 1, last_error = %(error)s, owner = NULL,
+    claimed_at = NULL, scheduled_at = UTC_TIMESTAMP(6) + INTERVAL %(delay)s MICROSECOND,
+    updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- name: release_claim
+UPDATE ratchet_job
+SET status = 'PENDING', owner = NULL, claimed_at = NULL, updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- name: close_execution
+-- Stamped with the very time just written on the job.
+UPDATE ratchet_execution
+SET status = %(execution_status)s, message = %(message)s,
+    finished_at = (SELECT updated_at FROM ratchet_job WHERE id = %(id)s)
+WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s;
+
+-- name: lock_running
+-- The first of the three statements of a batch of successes (_complete.py): the batch's
+-- RUNNING rows locked in id order (two overlapping batches cannot deadlock), and the time.
+SELECT id, claim_seq, UTC_TIMESTAMP(6) FROM ratchet_job
+WHERE id IN ({ids}) AND status = 'RUNNING' ORDER BY id FOR UPDATE;
+
+-- name: complete_locked
+-- {cases}: _sql.RESULT_CASE per job; the two %s after them are the time of lock_running.
+UPDATE ratchet_job SET status = 'SUCCEEDED', attempts = attempts + 1,
+    result_json = CASE id {cases} END, result_type = CASE id {cases} END, owner = NULL,
+    finished_at = %s, updated_at = %s
+WHERE id IN ({ids}) AND status = 'RUNNING';
+
+-- name: close_executions
+-- {pairs}: _sql.EXECUTION_KEY per job, ORed.
+UPDATE ratchet_execution SET status = 'SUCCEEDED', message = NULL, finished_at = %s
+WHERE {pairs};
+
+-- name: cancel_job
+UPDATE ratchet_job
+SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'PENDING';
+
+-- name: retry_failed_job
+UPDATE ratchet_job
+SET status = 'PENDING', attempts = 0, last_error = NULL, scheduled_at = UTC_TIMESTAMP(6),
+    finished_at = NULL, owner = NULL, claimed_at = NULL, updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'FAILED';
+
+-- name: record_late_outcome
+UPDATE ratchet_execution
+SET status = %(execution_status)s, message = %(message)s,
+    finished_at = COALESCE(finished_at, UTC_TIMESTAMP(6))
+WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s
+  AND NOT EXISTS (SELECT 1 FROM ratchet_job AS j
+                  WHERE j.id = %(id)s AND j.status = 'RUNNING'
+                    AND j.claim_seq = %(claim_seq)s);
+
+-- ===================================================================== reads
+-- One statement per filter combination, so each has a plain WHERE clause the optimizer
+-- can use an index for; "(%(status)s IS NULL OR ...)" would not.
+
+-- name: select_job
+SELECT {{job_columns}} FROM ratchet_job WHERE id = %(id)s;
+
+-- name: list_jobs
+SELECT {{job_columns}} FROM ratchet_job
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_by_status
+SELECT {{job_columns}} FROM ratchet_job WHERE status = %(status)s
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_by_tag
+SELECT {{job_columns}} FROM ratchet_job
+WHERE id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s)
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_by_status_and_tag
+SELECT {{job_columns}} FROM ratchet_job
+WHERE status = %(status)s AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s)
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: count_jobs
+SELECT status, COUNT(*) FROM ratchet_job GROUP BY status;
+
+-- name: select_executions
+SELECT job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
+FROM ratchet_execution WHERE job_id = %(id)s ORDER BY claim_seq;
+
+-- ===================================================================== nodes
+
+-- name: register_node
+INSERT INTO ratchet_node (node_id, started_at, heartbeat_at)
+VALUES (%(node_id)s, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE started_at = UTC_TIMESTAMP(6), heartbeat_at = UTC_TIMESTAMP(6);
+
+-- name: heartbeat
+INSERT INTO ratchet_node (node_id, started_at, heartbeat_at)
+VALUES (%(node_id)s, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE heartbeat_at = UTC_TIMESTAMP(6);
+
+-- name: select_nodes
+SELECT node_id, started_at, heartbeat_at FROM ratchet_node ORDER BY heartbeat_at DESC, node_id;
+
+-- name: select_stale_nodes
+SELECT node_id, started_at, heartbeat_at FROM ratchet_node
+WHERE heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %(grace)s MICROSECOND
+ORDER BY heartbeat_at, node_id;
+
+-- name: remove_node
+DELETE FROM ratchet_node WHERE node_id = %(node_id)s;
+
+-- ===================================================================== locks
+-- Taking a lease is two autocommit statements. First make sure the row exists, as a lease
+-- that has already expired (a no-op when it exists). Then take it with one guarded UPDATE:
+-- row locking serialises concurrent takers, each re-evaluates the WHERE clause on the
+-- latest row, so exactly one of them matches. A single INSERT ... ON DUPLICATE KEY UPDATE
+-- cannot say whether it took the lease: with CLIENT.FOUND_ROWS an untaken existing row and
+-- a fresh insert both count 1. A TTL far below a microsecond (%(ttl)s 0) is still one, so
+-- the lease expires after the acquisition instant.
+
+-- name: ensure_lock_row
+INSERT INTO ratchet_lock (name, owner, acquired_at, expires_at)
+VALUES (%(name)s, '', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE name = name;
+
+-- name: try_lock
+UPDATE ratchet_lock
+SET owner = %(owner)s, acquired_at = UTC_TIMESTAMP(6),
+    expires_at = UTC_TIMESTAMP(6) + INTERVAL GREATEST(%(ttl)s, 1) MICROSECOND
+WHERE name = %(name)s AND (expires_at <= UTC_TIMESTAMP(6) OR owner = %(owner)s);
+
+-- name: renew_lock
+-- Never shortens the lease: a renewal with a shorter TTL keeps the later expiry.
+UPDATE ratchet_lock
+SET expires_at = GREATEST(expires_at,
+                          UTC_TIMESTAMP(6) + INTERVAL GREATEST(%(ttl)s, 1) MICROSECOND)
+WHERE name = %(name)s AND owner = %(owner)s AND expires_at > UTC_TIMESTAMP(6);
+
+-- name: release_lock
+DELETE FROM ratchet_lock WHERE name = %(name)s AND owner = %(owner)s;
+
+-- ===================================================================== orphan recovery
+
+-- name: select_orphans
+-- Claims older than the grace whose owner has no fresh heartbeat (or no owner at all). A
+-- node that still heartbeats never loses its jobs, however old they are. The rows are
+-- locked in id order and rows another transaction holds are skipped: a job being completed
+-- right now is not an orphan. (A locking clause does not lock the rows the NOT EXISTS
+-- subquery reads.) The last column says whether the claim recorded its job's start (at the
+-- claim, or later through mark_started): only such a claim is charged.
+SELECT id, claim_seq, crash_count, started_seq = claim_seq FROM ratchet_job AS j
+WHERE status = 'RUNNING' AND claimed_at <= UTC_TIMESTAMP(6) - INTERVAL %(grace)s MICROSECOND
+  AND (owner IS NULL OR NOT EXISTS (
+        SELECT 1 FROM ratchet_node AS n
+        WHERE n.node_id = j.owner
+          AND n.heartbeat_at > UTC_TIMESTAMP(6) - INTERVAL %(grace)s MICROSECOND))
+ORDER BY claimed_at, id
+FOR UPDATE SKIP LOCKED;
+
+-- name: select_node_claims
+SELECT id, claim_seq, crash_count, started_seq = claim_seq FROM ratchet_job
+WHERE owner = %(node_id)s AND status = 'RUNNING'
+ORDER BY claimed_at, id
+FOR UPDATE;
+
+-- name: reset_orphan
+-- A compare-and-swap on (status, claim_seq). %(charge)s is 1 when the claim's start was
+-- recorded (a crash is charged), else 0.
+UPDATE ratchet_job
+SET status = 'PENDING', owner = NULL, claimed_at = NULL, crash_count = crash_count + %(charge)s,
+    redeliveries = redeliveries + 1, updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- name: disown_exhausted
+UPDATE ratchet_job SET owner = NULL, updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- name: select_stale_executions
+-- MySQL cannot close them in one statement: an UPDATE may not read its own table in a
+-- subquery (ER_UPDATE_TABLE_USED), and a multi-table UPDATE takes no LIMIT. So the store
+-- reads a batch, then closes each record with close_stale_execution.
+SELECT e.job_id, e.claim_seq
+FROM ratchet_execution AS e JOIN ratchet_job AS j ON j.id = e.job_id
+WHERE e.status = 'RUNNING'
+  AND NOT (j.status = 'RUNNING' AND j.claim_seq = e.claim_seq)
+  AND j.updated_at <= UTC_TIMESTAMP(6) - INTERVAL %(grace)s MICROSECOND
+ORDER BY e.started_at
+LIMIT %(limit)s;
+
+-- name: close_stale_execution
+-- Re-checked per record at write time: the job may have been claimed again meanwhile.
+UPDATE ratchet_execution
+SET status = 'FAILED', message = %(message)s, finished_at = UTC_TIMESTAMP(6)
+WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s AND status = 'RUNNING'
+  AND NOT EXISTS (SELECT 1 FROM ratchet_job AS j
+                  WHERE j.id = %(id)s AND j.status = 'RUNNING' AND j.claim_seq = %(claim_seq)s);
+
+-- ===================================================================== recurring
+-- Plain INSERTs: a duplicate (recurring id, fire time) fails with ER_DUP_ENTRY, which says
+-- "already recorded" unambiguously (INSERT IGNORE would also swallow real errors).
+
+-- name: record_fire
+INSERT INTO ratchet_recurring_fire (recurring_id, fire_time, job_id)
+VALUES (%(recurring_id)s, %(fire_time)s, %(job_id)s);
+
+-- name: skip_fire
+INSERT INTO ratchet_recurring_fire (recurring_id, fire_time, job_id)
+VALUES (%(recurring_id)s, %(fire_time)s, NULL);
+
+-- name: last_fire
+SELECT MAX(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = %(recurring_id)s;
+
+-- name: cancel_by_business_key
+UPDATE ratchet_job
+SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE active_business_key = %(key)s AND status = 'PENDING';
+
+-- name: cancel_by_tag
+UPDATE ratchet_job
+SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE status = 'PENDING' AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
+
+-- name: save_recurring
+INSERT INTO ratchet_recurring (id, cron, zone, misfire, name, target, args_json, kwargs_json,
+    priority, max_retries, backoff, backoff_ms, timeout_seconds, tags_json, source,
+    created_at, updated_at)
+VALUES (%(id)s, %(cron)s, %(zone)s, %(misfire)s, %(name)s, %(target)s, %(args_json)s,
+    %(kwargs_json)s, %(priority)s, %(max_retries)s, %(backoff)s, %(backoff_ms)s,
+    %(timeout_seconds)s, %(tags)s, %(source)s, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE cron = %(cron)s, zone = %(zone)s, misfire = %(misfire)s,
+    name = %(name)s, target = %(target)s, args_json = %(args_json)s,
+    kwargs_json = %(kwargs_json)s, priority = %(priority)s, max_retries = %(max_retries)s,
+    backoff = %(backoff)s, backoff_ms = %(backoff_ms)s, timeout_seconds = %(timeout_seconds)s,
+    tags_json = %(tags)s, source = %(source)s, updated_at = UTC_TIMESTAMP(6);
+
+-- name: select_recurring
+SELECT id, cron, zone, misfire, name, target, args_json, kwargs_json, priority, max_retries,
+       backoff, backoff_ms, timeout_seconds, tags_json, source, created_at
+FROM ratchet_recurring ORDER BY id;
+
+-- name: delete_recurring
+DELETE FROM ratchet_recurring WHERE id = %(id)s;
+
+-- ===================================================================== retention
+
+-- name: select_archivable
+SELECT id FROM ratchet_job
+WHERE finished_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND
+  AND status IN ('SUCCEEDED', 'FAILED', 'CANCELED')
+ORDER BY finished_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: archive_jobs
+INSERT INTO ratchet_job_archive ({{job_columns}}, archived_at)
+SELECT {{job_columns}}, UTC_TIMESTAMP(6) FROM ratchet_job WHERE id IN ({ids})
+ON DUPLICATE KEY UPDATE archived_at = archived_at;
+
+-- name: select_purgeable
+SELECT id FROM ratchet_job
+WHERE finished_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND AND status = 'FAILED'
+FOR UPDATE SKIP LOCKED;
+
+-- name: delete_tags
+-- Tags go with the job; executions and idempotency keys stay.
+DELETE FROM ratchet_job_tag WHERE job_id IN ({ids});
+
+-- name: delete_jobs
+DELETE FROM ratchet_job WHERE id IN ({ids});
+
+-- name: purge_executions
+-- Closed records only (open ones have no finished_at); oldest first, one batch.
+DELETE FROM ratchet_execution
+WHERE finished_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND AND status <> 'RUNNING'
+ORDER BY finished_at
+LIMIT %(limit)s;

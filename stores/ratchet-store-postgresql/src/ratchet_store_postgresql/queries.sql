@@ -1,0 +1,606 @@
+-- The SQL the PostgreSQL store runs, by name (ratchet.spi.sql.Statements; loaded by
+-- _statements.py).
+--
+-- Conventions:
+-- * Every time comes from the server: statement_timestamp() (the start of the current
+--   statement, so all times written by one statement agree). Python never supplies "now".
+-- * Durations arrive as float seconds and become intervals with make_interval(secs => ...),
+--   which keeps microseconds (sub-second lock TTLs and graces are honoured).
+-- * Each outcome is one statement: the fenced job update and the execution record it
+--   closes are data-modifying CTEs of the same statement, so they commit or fail together.
+-- * Placeholders are psycopg's named %(name)s; array parameters are cast explicitly.
+-- * A block whose name starts with "_" is a part, not a statement: {_name} in a statement
+--   stands for its text (filled by _statements.py). {{priority_levels}} is made in Python.
+
+-- name: _job_columns
+-- In the order of ratchet.spi.RowDecoder's job (updated_at last, which it does not read).
+id, name, target, args_json, kwargs_json, status, priority, attempts, max_retries,
+backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
+business_key, idempotency_key, tags, params, recurring_id, result_json,
+result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at
+
+-- name: now
+SELECT statement_timestamp();
+
+-- ===================================================================== enqueue
+
+-- name: _enqueue_batch
+-- One statement inserts a whole chunk of jobs, their tags and their idempotency keys, from
+-- one array per column, so it is atomic on its own (one round trip for a single job). A
+-- key already used (idempotency_key primary key) or a business key held by an active job
+-- (ratchet_job_active_business_key) raises unique_violation and nothing of the chunk
+-- stays; the constraint name tells which. Concurrent inserts of one key wait for each other.
+WITH batch AS (
+    SELECT * FROM unnest(
+        %(id)s::text[], %(name)s::text[], %(target)s::text[], %(args_json)s::text[],
+        %(kwargs_json)s::text[], %(priority)s::smallint[], %(max_retries)s::integer[],
+        %(backoff)s::text[], %(backoff_ms)s::bigint[], %(timeout_seconds)s::float8[],
+        %(business_key)s::text[], %(idempotency_key)s::text[], %(tags)s::text[],
+        %(params)s::text[], %(recurring_id)s::text[], %(scheduled_at)s::timestamptz[],
+        %(delay)s::float8[]
+    ) AS b (id, name, target, args_json, kwargs_json, priority, max_retries, backoff,
+            backoff_ms, timeout_seconds, business_key, idempotency_key, tags_json,
+            params_json, recurring_id, scheduled_at, delay_seconds)
+),
+reserved AS (
+    INSERT INTO ratchet_idempotency_key (key, job_id, created_at)
+    SELECT idempotency_key, id, statement_timestamp() FROM batch
+    WHERE idempotency_key IS NOT NULL
+),
+inserted AS (
+    INSERT INTO ratchet_job ({_job_columns})
+    SELECT id, name, target, args_json, kwargs_json, 'PENDING', priority, 0, max_retries,
+           backoff, backoff_ms, timeout_seconds, 0, 0, NULL, NULL, business_key,
+           idempotency_key,
+           ARRAY(SELECT jsonb_array_elements_text(tags_json::jsonb)),
+           params_json::jsonb, recurring_id, NULL, NULL, NULL,
+           COALESCE(scheduled_at,
+                    statement_timestamp() + make_interval(secs => delay_seconds)),
+           statement_timestamp(), NULL, NULL, statement_timestamp()
+    FROM batch
+    RETURNING id
+),
+tagged AS (
+    INSERT INTO ratchet_job_tag (tag, job_id)
+    SELECT DISTINCT tag.value, inserted.id
+    FROM inserted
+    JOIN batch ON batch.id = inserted.id
+    CROSS JOIN LATERAL jsonb_array_elements_text(batch.tags_json::jsonb) AS tag (value)
+    ON CONFLICT DO NOTHING
+)
+
+-- name: enqueue_jobs
+{_enqueue_batch}
+SELECT count(*) FROM inserted;
+
+-- name: enqueue_jobs_with_hint
+-- The same, also sending a wakeup hint in the same transaction (SupportsEnqueueHints):
+-- NOTIFY is delivered at commit, exactly when the jobs become visible, and never for an
+-- insert that failed.
+{_enqueue_batch}
+SELECT count(*), pg_notify(%(hint_channel)s, %(hint_payload)s) FROM inserted;
+
+-- name: _insert_one_job
+-- One job without tags or an idempotency key: a plain INSERT, about half the server time
+-- of the array form above. A held business key raises the same unique_violation.
+INSERT INTO ratchet_job ({_job_columns})
+VALUES (%(id)s, %(name)s, %(target)s, %(args_json)s, %(kwargs_json)s, 'PENDING',
+        %(priority)s, 0, %(max_retries)s, %(backoff)s, %(backoff_ms)s,
+        %(timeout_seconds)s, 0, 0, NULL, NULL, %(business_key)s, NULL, '{}',
+        %(params)s::jsonb, %(recurring_id)s, NULL, NULL, NULL,
+        COALESCE(%(scheduled_at)s::timestamptz,
+                 statement_timestamp() + make_interval(secs => %(delay)s::float8)),
+        statement_timestamp(), NULL, NULL, statement_timestamp())
+
+-- name: enqueue_one
+{_insert_one_job};
+
+-- name: enqueue_one_with_hint
+WITH inserted AS (
+    {_insert_one_job}
+    RETURNING id
+)
+SELECT pg_notify(%(hint_channel)s, %(hint_payload)s) FROM inserted;
+
+-- name: copy_jobs
+-- Bulk path for chunks without tags or idempotency keys: COPY in binary format, every
+-- time read once from the server at the start (_enqueue.copy_jobs writes the rows, in
+-- this column order). The unnamed columns take their defaults (attempts, crash_count,
+-- claim_seq 0; tags empty; the rest NULL).
+COPY ratchet_job (id, name, target, args_json, kwargs_json, status, priority, max_retries,
+                  backoff, backoff_ms, timeout_seconds, business_key, params, recurring_id,
+                  scheduled_at, created_at, updated_at)
+FROM STDIN (FORMAT BINARY);
+
+-- name: notify
+-- The hint after a COPY, in the same transaction (delivered at commit).
+SELECT pg_notify(%(hint_channel)s, %(hint_payload)s);
+
+-- name: count_jobs_with_ids
+-- After a lost answer, whether the first attempt of an enqueue committed: its job ids exist.
+SELECT count(*) FROM ratchet_job WHERE id = ANY(%(ids)s::text[]);
+
+-- name: select_any_idempotency_key
+SELECT key, job_id FROM ratchet_idempotency_key
+WHERE key = ANY(%(keys)s::text[]) ORDER BY key LIMIT 1;
+
+-- name: select_holder_of_any_business_key
+SELECT business_key, id FROM ratchet_job
+WHERE business_key = ANY(%(keys)s::text[]) AND status IN ('PENDING', 'RUNNING')
+LIMIT 1;
+
+-- name: select_idempotency_key
+SELECT job_id FROM ratchet_idempotency_key WHERE key = %(key)s;
+
+-- name: select_active_business_key
+SELECT {_job_columns} FROM ratchet_job
+WHERE business_key = %(key)s AND status IN ('PENDING', 'RUNNING');
+
+-- name: select_business_key
+SELECT business_key FROM ratchet_job WHERE id = %(id)s;
+
+-- ===================================================================== claim
+
+-- name: claim_due_jobs
+-- Within one priority level effective priority never rises as scheduled_at grows, so the
+-- overall first :limit jobs are always among each level's first :limit. Each level's
+-- LATERAL branch is one ordered range scan of ratchet_job_claim that locks at most :limit
+-- rows (SKIP LOCKED passes over rows other claimers hold); the merge sorts at most
+-- 5 * :limit rows. The claim, the execution records and the returned order are one
+-- statement: the rows come back sorted by claim_rank, not in heap order.
+-- The first :start_now jobs by claim_rank (the ones the worker starts at once) have their
+-- start recorded (started_seq = the new claim_seq); the others keep their started_seq.
+-- The last column (after the claimed-job columns) says which is which.
+WITH candidate AS (
+    SELECT due.id, due.priority, due.scheduled_at
+    FROM (VALUES {{priority_levels}}) AS level (priority)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.scheduled_at
+        FROM ratchet_job AS j
+        WHERE j.status = 'PENDING'
+          AND j.priority = level.priority
+          AND j.scheduled_at <= statement_timestamp()
+        ORDER BY j.scheduled_at, j.id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS due
+),
+chosen AS (
+    SELECT id, row_number() OVER (
+        ORDER BY CASE WHEN %(boost)s::float8 > 0
+                      THEN priority + floor(extract(epoch FROM statement_timestamp()
+                                                    - scheduled_at) / %(boost)s::float8)
+                      ELSE priority END DESC,
+                 scheduled_at, id
+    ) AS claim_rank
+    FROM candidate
+    ORDER BY claim_rank
+    LIMIT %(limit)s
+),
+claimed AS (
+    UPDATE ratchet_job AS j
+    SET status = 'RUNNING', owner = %(node_id)s, claimed_at = statement_timestamp(),
+        started_at = statement_timestamp(), claim_seq = j.claim_seq + 1,
+        started_seq = CASE WHEN chosen.claim_rank <= %(start_now)s::bigint
+                           THEN j.claim_seq + 1 ELSE j.started_seq END,
+        updated_at = statement_timestamp()
+    FROM chosen
+    WHERE j.id = chosen.id AND j.status = 'PENDING'
+    RETURNING chosen.claim_rank, j.*
+),
+opened AS (
+    INSERT INTO ratchet_execution
+        (job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at)
+    SELECT id, claim_seq, attempts + 1, %(node_id)s, 'RUNNING', NULL, claimed_at, NULL
+    FROM claimed
+    ON CONFLICT (job_id, claim_seq) DO UPDATE
+    SET attempt = excluded.attempt, node_id = excluded.node_id, status = 'RUNNING',
+        message = NULL, started_at = excluded.started_at, finished_at = NULL
+)
+SELECT id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff,
+       backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key,
+       idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries,
+       started_seq = claim_seq
+FROM claimed ORDER BY claim_rank;
+
+-- name: mark_started
+-- Fenced like an outcome, so a claim that moved on (recovered or released meanwhile) is
+-- never marked. PostgreSQL counts matched rows, also when already marked.
+UPDATE ratchet_job SET started_seq = claim_seq
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- ===================================================================== fenced outcomes
+-- Each outcome is an UPDATE of ratchet_job fenced by id, RUNNING and claim_seq (a stale
+-- worker changes nothing) plus the close of its execution record (_close_fenced), as one
+-- statement whose single row is the number of jobs changed (0 or 1).
+
+-- name: _close_fenced
+closed AS (
+    UPDATE ratchet_execution AS e
+    SET status = %(execution_status)s, message = %(message)s,
+        finished_at = statement_timestamp()
+    FROM job WHERE e.job_id = job.id AND e.claim_seq = job.claim_seq
+    RETURNING 1
+)
+SELECT count(*) FROM job
+
+-- name: complete_job
+WITH job AS (
+    UPDATE ratchet_job
+    SET status = 'SUCCEEDED', attempts = attempts + 1, result_json = %(result_json)s,
+        result_type = %(result_type)s, owner = NULL, finished_at = statement_timestamp(),
+        updated_at = statement_timestamp()
+    WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+    RETURNING id, claim_seq
+),
+{_close_fenced};
+
+-- name: complete_jobs
+-- The batched form of complete_job (the worker's background writer): the same fence per
+-- row, one statement for the whole batch. Rows are locked in id order so two batches that
+-- share a job (one of them stale) cannot deadlock. Returns the ids recorded.
+WITH done AS (
+    SELECT * FROM unnest(%(id)s::text[], %(claim_seq)s::bigint[], %(result_json)s::text[],
+                         %(result_type)s::text[]) AS d (id, claim_seq, result_json, result_type)
+),
+locked AS (
+    SELECT j.id FROM ratchet_job AS j JOIN done USING (id)
+    WHERE j.status = 'RUNNING' AND j.claim_seq = done.claim_seq
+    ORDER BY j.id FOR UPDATE OF j
+),
+job AS (
+    UPDATE ratchet_job AS j
+    SET status = 'SUCCEEDED', attempts = j.attempts + 1, result_json = done.result_json,
+        result_type = done.result_type, owner = NULL, finished_at = statement_timestamp(),
+        updated_at = statement_timestamp()
+    FROM done JOIN locked USING (id)
+    WHERE j.id = done.id AND j.status = 'RUNNING' AND j.claim_seq = done.claim_seq
+    RETURNING j.id, j.claim_seq
+),
+closed AS (
+    UPDATE ratchet_execution AS e
+    SET status = 'SUCCEEDED', message = NULL, finished_at = statement_timestamp()
+    FROM job WHERE e.job_id = job.id AND e.claim_seq = job.claim_seq
+    RETURNING 1
+)
+SELECT id FROM job;
+
+-- name: fail_job
+-- %(attempt)s is 1, or 0 for the crash-limit dead letter (no attempt of the job finished).
+-- last_error is the execution's message (one parameter for both).
+WITH job AS (
+    UPDATE ratchet_job
+    SET status = 'FAILED', attempts = attempts + %(attempt)s::integer, last_error = %(message)s,
+        owner = NULL, finished_at = statement_timestamp(), updated_at = statement_timestamp()
+    WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+    RETURNING id, claim_seq
+),
+{_close_fenced};
+
+-- name: schedule_retry
+WITH job AS (
+    UPDATE ratchet_job
+    SET status = 'PENDING', attempts = attempts + 1, last_error = %(message)s, owner = NULL,
+        claimed_at = NULL,
+        scheduled_at = statement_timestamp() + make_interval(secs => %(delay)s::float8),
+        updated_at = statement_timestamp()
+    WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+    RETURNING id, claim_seq
+),
+{_close_fenced};
+
+-- name: release_claim
+WITH job AS (
+    UPDATE ratchet_job
+    SET status = 'PENDING', owner = NULL, claimed_at = NULL,
+        updated_at = statement_timestamp()
+    WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+    RETURNING id, claim_seq
+),
+{_close_fenced};
+
+-- name: cancel_job
+UPDATE ratchet_job
+SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE id = %(id)s AND status = 'PENDING';
+
+-- name: retry_failed_job
+UPDATE ratchet_job
+SET status = 'PENDING', attempts = 0, last_error = NULL, scheduled_at = statement_timestamp(),
+    finished_at = NULL, owner = NULL, claimed_at = NULL, updated_at = statement_timestamp()
+WHERE id = %(id)s AND status = 'FAILED';
+
+-- ===================================================================== reads
+
+-- name: select_job
+SELECT {_job_columns} FROM ratchet_job WHERE id = %(id)s;
+
+-- One statement per filter combination, so each keeps a plan that uses its index even
+-- after psycopg prepares it; "(%(status)s IS NULL OR ...)" would not.
+
+-- name: list_jobs
+SELECT {_job_columns} FROM ratchet_job
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_by_status
+SELECT {_job_columns} FROM ratchet_job WHERE status = %(status)s
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_by_tag
+SELECT {_job_columns} FROM ratchet_job
+WHERE id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s)
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: list_jobs_by_status_and_tag
+SELECT {_job_columns} FROM ratchet_job
+WHERE status = %(status)s AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s)
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: count_jobs
+SELECT status, count(*) FROM ratchet_job GROUP BY status;
+
+-- name: select_executions
+SELECT job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
+FROM ratchet_execution WHERE job_id = %(id)s ORDER BY claim_seq;
+
+-- name: record_late_outcome
+UPDATE ratchet_execution
+SET status = %(execution_status)s, message = %(message)s,
+    finished_at = COALESCE(finished_at, statement_timestamp())
+WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s
+  AND NOT EXISTS (SELECT 1 FROM ratchet_job AS j
+                  WHERE j.id = %(id)s AND j.status = 'RUNNING'
+                    AND j.claim_seq = %(claim_seq)s);
+
+-- ===================================================================== nodes
+
+-- name: register_node
+INSERT INTO ratchet_node (node_id, started_at, heartbeat_at)
+VALUES (%(node_id)s, statement_timestamp(), statement_timestamp())
+ON CONFLICT (node_id) DO UPDATE
+SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at;
+
+-- name: heartbeat
+INSERT INTO ratchet_node (node_id, started_at, heartbeat_at)
+VALUES (%(node_id)s, statement_timestamp(), statement_timestamp())
+ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at;
+
+-- name: select_nodes
+SELECT node_id, started_at, heartbeat_at FROM ratchet_node ORDER BY heartbeat_at DESC, node_id;
+
+-- name: select_stale_nodes
+SELECT node_id, started_at, heartbeat_at FROM ratchet_node
+WHERE heartbeat_at < statement_timestamp() - make_interval(secs => %(grace)s::float8)
+ORDER BY heartbeat_at, node_id;
+
+-- name: remove_nodes
+DELETE FROM ratchet_node WHERE node_id = ANY(%(node_ids)s::text[]);
+
+-- ===================================================================== locks
+-- A TTL far below a microsecond still expires after the acquisition instant.
+
+-- name: try_lock
+INSERT INTO ratchet_lock AS held (name, owner, acquired_at, expires_at)
+VALUES (%(name)s, %(owner)s, statement_timestamp(),
+        statement_timestamp() + make_interval(secs => greatest(%(ttl)s::float8, 0.000001)))
+ON CONFLICT (name) DO UPDATE
+SET owner = excluded.owner, acquired_at = excluded.acquired_at,
+    expires_at = excluded.expires_at
+WHERE held.expires_at <= statement_timestamp() OR held.owner = excluded.owner;
+
+-- name: renew_lock
+-- Never shortens the lease.
+UPDATE ratchet_lock
+SET expires_at = greatest(
+    expires_at,
+    statement_timestamp() + make_interval(secs => greatest(%(ttl)s::float8, 0.000001)))
+WHERE name = %(name)s AND owner = %(owner)s AND expires_at > statement_timestamp();
+
+-- name: release_lock
+DELETE FROM ratchet_lock WHERE name = %(name)s AND owner = %(owner)s;
+
+-- ===================================================================== orphan recovery
+-- Each recovery is one statement. Its first step (found) locks the jobs it looks at (in
+-- id order, so two scanners cannot deadlock); every reset is also a compare-and-swap on
+-- (status, claim_seq). Only a claim whose start was recorded (found.started) is charged:
+-- crash_count + 1, execution FAILED with %(message)s, and only such a claim is exhausted
+-- once its crash budget is spent. An unstarted claim is reset with no charge and its
+-- execution closes RELEASED with %(unstarted_message)s. Every reset counts a redelivery.
+-- Rows: ('reset', id, claim_seq) for each reset claim, then ('exhausted', id, claim_seq)
+-- for at most %(limit)s exhausted claims, oldest claim first.
+
+-- name: _reset_found
+reset AS (
+    UPDATE ratchet_job AS j
+    SET status = 'PENDING', owner = NULL, claimed_at = NULL,
+        crash_count = j.crash_count + CASE WHEN found.started THEN 1 ELSE 0 END,
+        redeliveries = j.redeliveries + 1, updated_at = statement_timestamp()
+    FROM found
+    WHERE j.id = found.id AND NOT (found.started AND found.crash_count >= %(max_crashes)s)
+      AND j.status = 'RUNNING' AND j.claim_seq = found.claim_seq
+    RETURNING j.id, found.claim_seq, found.started
+),
+closed AS (
+    UPDATE ratchet_execution AS e
+    SET status = CASE WHEN reset.started THEN 'FAILED' ELSE 'RELEASED' END,
+        message = CASE WHEN reset.started THEN %(message)s ELSE %(unstarted_message)s END,
+        finished_at = statement_timestamp()
+    FROM reset WHERE e.job_id = reset.id AND e.claim_seq = reset.claim_seq
+)
+
+-- name: _recovered
+SELECT 'reset', id, claim_seq FROM reset
+UNION ALL
+(SELECT 'exhausted', id, claim_seq FROM found
+ WHERE started AND crash_count >= %(max_crashes)s
+ ORDER BY claimed_at, id
+ LIMIT %(limit)s)
+
+-- name: recover_orphans
+-- Claims older than the grace whose owner has no fresh heartbeat (or no owner at all). A
+-- node that still heartbeats never loses its jobs, however old they are. Rows another
+-- transaction holds are skipped: a job being completed right now is not an orphan.
+WITH found AS (
+    SELECT id, claim_seq, crash_count, claimed_at, started_seq = claim_seq AS started
+    FROM ratchet_job AS j
+    WHERE status = 'RUNNING'
+      AND claimed_at <= statement_timestamp() - make_interval(secs => %(grace)s::float8)
+      AND (owner IS NULL OR NOT EXISTS (
+            SELECT 1 FROM ratchet_node AS n
+            WHERE n.node_id = j.owner
+              AND n.heartbeat_at > statement_timestamp()
+                                   - make_interval(secs => %(grace)s::float8)))
+    ORDER BY id
+    FOR UPDATE SKIP LOCKED
+),
+{_reset_found}
+{_recovered};
+
+-- name: recover_node_claims
+-- A node's own claims, at its restart: the exhausted ones are also disowned.
+WITH found AS (
+    SELECT id, claim_seq, crash_count, claimed_at, started_seq = claim_seq AS started
+    FROM ratchet_job
+    WHERE status = 'RUNNING' AND owner = %(node_id)s
+    ORDER BY id
+    FOR UPDATE
+),
+{_reset_found},
+disowned AS (
+    UPDATE ratchet_job AS j SET owner = NULL, updated_at = statement_timestamp()
+    FROM found
+    WHERE j.id = found.id AND found.started AND found.crash_count >= %(max_crashes)s
+      AND j.status = 'RUNNING' AND j.claim_seq = found.claim_seq
+)
+{_recovered};
+
+-- name: release_node_claims
+WITH released AS (
+    UPDATE ratchet_job
+    SET status = 'PENDING', owner = NULL, claimed_at = NULL, updated_at = statement_timestamp()
+    WHERE status = 'RUNNING' AND owner = %(node_id)s
+    RETURNING id, claim_seq
+),
+closed AS (
+    UPDATE ratchet_execution AS e
+    SET status = 'RELEASED', message = %(message)s, finished_at = statement_timestamp()
+    FROM released WHERE e.job_id = released.id AND e.claim_seq = released.claim_seq
+)
+SELECT count(*) FROM released;
+
+-- name: close_stale_executions
+WITH stale AS MATERIALIZED (
+    SELECT e.job_id, e.claim_seq
+    FROM ratchet_execution AS e JOIN ratchet_job AS j ON j.id = e.job_id
+    WHERE e.status = 'RUNNING'
+      AND NOT (j.status = 'RUNNING' AND j.claim_seq = e.claim_seq)
+      AND j.updated_at <= statement_timestamp() - make_interval(secs => %(grace)s::float8)
+    LIMIT %(limit)s
+)
+UPDATE ratchet_execution AS e
+SET status = 'FAILED', message = %(message)s, finished_at = statement_timestamp()
+FROM stale
+WHERE e.job_id = stale.job_id AND e.claim_seq = stale.claim_seq AND e.status = 'RUNNING';
+
+-- ===================================================================== recurring
+
+-- name: record_fire
+-- The fire and its job (recorded by any node first): 1 when recorded, 0 when already there.
+INSERT INTO ratchet_recurring_fire (recurring_id, fire_time, job_id)
+VALUES (%(recurring_id)s, %(fire_time)s, %(job_id)s)
+ON CONFLICT DO NOTHING;
+
+-- name: skip_fire
+INSERT INTO ratchet_recurring_fire (recurring_id, fire_time, job_id)
+VALUES (%(recurring_id)s, %(fire_time)s, NULL)
+ON CONFLICT DO NOTHING;
+
+-- name: last_fire
+SELECT max(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = %(recurring_id)s;
+
+-- name: cancel_by_business_key
+UPDATE ratchet_job
+SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE business_key = %(key)s AND status = 'PENDING';
+
+-- name: cancel_by_tag
+UPDATE ratchet_job
+SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE status = 'PENDING' AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
+
+-- name: save_recurring
+-- An upsert; %(tags)s is a JSON list, as for new jobs.
+INSERT INTO ratchet_recurring (id, cron, zone, misfire, name, target, args_json, kwargs_json,
+    priority, max_retries, backoff, backoff_ms, timeout_seconds, tags, source,
+    created_at, updated_at)
+VALUES (%(id)s, %(cron)s, %(zone)s, %(misfire)s, %(name)s, %(target)s, %(args_json)s,
+    %(kwargs_json)s, %(priority)s, %(max_retries)s, %(backoff)s, %(backoff_ms)s,
+    %(timeout_seconds)s, ARRAY(SELECT jsonb_array_elements_text(%(tags)s::jsonb)),
+    %(source)s, statement_timestamp(), statement_timestamp())
+ON CONFLICT (id) DO UPDATE SET cron = excluded.cron, zone = excluded.zone,
+    misfire = excluded.misfire, name = excluded.name, target = excluded.target,
+    args_json = excluded.args_json, kwargs_json = excluded.kwargs_json,
+    priority = excluded.priority, max_retries = excluded.max_retries,
+    backoff = excluded.backoff, backoff_ms = excluded.backoff_ms,
+    timeout_seconds = excluded.timeout_seconds, tags = excluded.tags,
+    source = excluded.source, updated_at = excluded.updated_at;
+
+-- name: select_recurring
+SELECT id, cron, zone, misfire, name, target, args_json, kwargs_json, priority, max_retries,
+       backoff, backoff_ms, timeout_seconds, tags, source, created_at
+FROM ratchet_recurring ORDER BY id;
+
+-- name: delete_recurring
+DELETE FROM ratchet_recurring WHERE id = %(id)s;
+
+-- ===================================================================== retention
+
+-- name: archive_finished_jobs
+-- Tags go with the job (ON DELETE CASCADE); executions and idempotency keys stay.
+WITH doomed AS MATERIALIZED (
+    SELECT id FROM ratchet_job
+    WHERE status IN ('SUCCEEDED', 'FAILED', 'CANCELED')
+      AND finished_at < statement_timestamp() - make_interval(secs => %(age)s::float8)
+    ORDER BY finished_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+moved AS (
+    DELETE FROM ratchet_job AS j USING doomed WHERE j.id = doomed.id
+    RETURNING j.*
+),
+archived AS (
+    INSERT INTO ratchet_job_archive ({_job_columns}, archived_at)
+    SELECT {_job_columns}, statement_timestamp() FROM moved
+    ON CONFLICT (id) DO NOTHING
+)
+SELECT count(*) FROM moved;
+
+-- name: purge_failed_jobs
+-- Tags go with the job (ON DELETE CASCADE).
+DELETE FROM ratchet_job
+WHERE status = 'FAILED'
+  AND finished_at < statement_timestamp() - make_interval(secs => %(age)s::float8);
+
+-- name: purge_executions
+-- Closed execution records only; RUNNING ones belong to a live claim (or to the
+-- stale-close scan) and are never deleted here. A LIMIT inside "WHERE key IN (subquery)"
+-- is not a bound: the planner may run the subquery more than once, and with SKIP LOCKED
+-- each run can pick other rows. Batches are therefore chosen once, in a MATERIALIZED CTE.
+WITH doomed AS MATERIALIZED (
+    SELECT job_id, claim_seq FROM ratchet_execution
+    WHERE status <> 'RUNNING'
+      AND finished_at < statement_timestamp() - make_interval(secs => %(age)s::float8)
+    ORDER BY finished_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ratchet_execution AS e USING doomed
+WHERE e.job_id = doomed.job_id AND e.claim_seq = doomed.claim_seq AND e.status <> 'RUNNING';
+
+-- ===================================================================== tests
+
+-- name: truncate_all
+-- Every table that holds data (not ratchet_schema_version), emptied in one statement.
+TRUNCATE ratchet_job, ratchet_job_tag, ratchet_idempotency_key, ratchet_execution,
+    ratchet_node, ratchet_lock, ratchet_recurring, ratchet_recurring_fire, ratchet_job_archive;
