@@ -19,6 +19,7 @@ from ratchet.spi import (
     RecurringDefinition,
 )
 from ratchet.spi import check_aware as shared_check_aware
+from ratchet.spi.sql import RowEncoder
 
 __all__ = [
     "aware",
@@ -218,25 +219,13 @@ def node_from_doc(doc: Doc) -> NodeInfo:
     )
 
 
+# The shared parameter mapping, with the document's own types (a tag list, no JSON text).
+_DOCUMENT = RowEncoder(tags=list)
+
+
 def recurring_doc(definition: RecurringDefinition, created_at: datetime) -> dict[str, Any]:
-    return {
-        "_id": definition.id,
-        "cron": definition.cron,
-        "zone": definition.zone,
-        "misfire": definition.misfire,
-        "name": definition.name,
-        "target": definition.target,
-        "args_json": definition.args_json,
-        "kwargs_json": definition.kwargs_json,
-        "priority": int(definition.priority),
-        "max_retries": definition.max_retries,
-        "backoff": BackoffPolicy(definition.backoff).value,
-        "backoff_ms": definition.backoff_ms,
-        "timeout_seconds": definition.timeout_seconds,
-        "tags": list(definition.tags),
-        "source": definition.source,
-        "created_at": created_at,
-    }
+    fields = _DOCUMENT.recurring(definition)
+    return {"_id": fields.pop("id"), **fields, "created_at": created_at}
 
 
 def recurring_from_doc(doc: Doc) -> RecurringDefinition:
