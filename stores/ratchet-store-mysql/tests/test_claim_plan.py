@@ -22,6 +22,7 @@ from ratchet_store_mysql import _sql as sql
 from ratchet_store_mysql._claim import CANDIDATES_PER_LEVEL_FACTOR, claim_order, lock_and_claim
 from ratchet_store_mysql._pool import connect
 from ratchet_store_mysql._url import parse_store_url
+from ratchet_tck.store.shared.claim_plans import STARTED_NOW_QUERY, claim_ordered_sixty
 
 pytestmark = pytest.mark.server
 
@@ -194,20 +195,9 @@ def test_claim_order_on_the_backlog_matches_a_full_sort(
     with backlog.cursor() as cursor:
         cursor.execute(_REFERENCE_ORDER, (BOOST, 60))
         expected = [row[0].decode() for row in cursor.fetchall()]
-    store = MySQLJobStore.from_url(mysql_url)
-    try:
-        claimed = store.claim_due_jobs(
-            node_id="order", limit=60, priority_boost_seconds=BOOST, start_now=45
-        )
-    finally:
-        store.close()
-    assert [job.id for job in claimed] == expected
-    assert [job.priority for job in claimed] == [4] * 40 + [3] * 20
-    assert [job.start_recorded for job in claimed] == [True] * 45 + [False] * 15
+    claim_ordered_sixty(lambda: MySQLJobStore.from_url(mysql_url), expected, boost=BOOST)
     with backlog.cursor() as cursor:
-        cursor.execute(
-            "SELECT id FROM ratchet_job WHERE status = 'RUNNING' AND started_seq = claim_seq"
-        )
+        cursor.execute(STARTED_NOW_QUERY)
         started = sorted(row[0].decode() for row in cursor.fetchall())
     assert started == sorted(expected[:45])
 

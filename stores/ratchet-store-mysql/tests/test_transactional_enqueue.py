@@ -19,14 +19,12 @@ from ratchet.errors import BusinessKeyConflictError, DuplicateIdempotencyKeyErro
 from ratchet_store_mysql import MySQLJobStore
 from ratchet_store_mysql._url import parse_store_url
 from ratchet_tck.store import new_job
+from ratchet_tck.store.shared.claim_plans import claimable_ids
 
 pytestmark = pytest.mark.server
 
 
-def claimable(store: MySQLJobStore) -> list[str]:
-    """Ids a worker on another connection can claim right now (claims them)."""
-    claimed = store.claim_due_jobs(node_id="worker", limit=100, priority_boost_seconds=0)
-    return [job.id for job in claimed]
+claimable = claimable_ids  # the jobs a worker on another connection can claim now
 
 
 @pytest.fixture

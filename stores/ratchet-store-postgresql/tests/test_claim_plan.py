@@ -15,6 +15,7 @@ import pytest
 
 from ratchet_store_postgresql import PostgreSQLJobStore
 from ratchet_store_postgresql._statements import STATEMENTS
+from ratchet_tck.store.shared.claim_plans import STARTED_NOW_QUERY, claim_ordered_sixty
 
 pytestmark = pytest.mark.server
 
@@ -122,17 +123,6 @@ def test_claim_order_on_the_backlog_matches_a_full_sort(
     ``start_now=45`` records the start of exactly the first 45 of that order (across the
     level boundary at 40), in the rows as in the returned jobs."""
     expected = [row[0] for row in backlog.execute(_REFERENCE_ORDER, (BOOST, 60))]
-    store = PostgreSQLJobStore.from_url(postgresql_url)
-    try:
-        claimed = store.claim_due_jobs(
-            node_id="order", limit=60, priority_boost_seconds=BOOST, start_now=45
-        )
-    finally:
-        store.close()
-    assert [job.id for job in claimed] == expected
-    assert [job.priority for job in claimed] == [4] * 40 + [3] * 20
-    assert [job.start_recorded for job in claimed] == [True] * 45 + [False] * 15
-    started = backlog.execute(
-        "SELECT id FROM ratchet_job WHERE status = 'RUNNING' AND started_seq = claim_seq"
-    ).fetchall()
+    claim_ordered_sixty(lambda: PostgreSQLJobStore.from_url(postgresql_url), expected, boost=BOOST)
+    started = backlog.execute(STARTED_NOW_QUERY).fetchall()
     assert sorted(row[0] for row in started) == sorted(expected[:45])

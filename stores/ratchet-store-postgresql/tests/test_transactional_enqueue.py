@@ -15,14 +15,12 @@ import pytest
 from ratchet.errors import RatchetError
 from ratchet_store_postgresql import PostgreSQLJobStore
 from ratchet_tck.store import new_job
+from ratchet_tck.store.shared.claim_plans import claimable_ids
 
 pytestmark = pytest.mark.server
 
 
-def claimable(store: PostgreSQLJobStore) -> list[str]:
-    """Ids a worker on another connection can claim right now (claims them)."""
-    claimed = store.claim_due_jobs(node_id="worker", limit=100, priority_boost_seconds=0)
-    return [job.id for job in claimed]
+claimable = claimable_ids  # the jobs a worker on another connection can claim now
 
 
 def test_inside_a_transaction_block_of_an_autocommit_connection(

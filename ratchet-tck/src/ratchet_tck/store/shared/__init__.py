@@ -23,4 +23,6 @@ hooks.
 * :mod:`~ratchet_tck.store.shared.stale_pools`: dead pooled connections nobody noticed.
 * :mod:`~ratchet_tck.store.shared.upgrades`: the upgrade from schema version 1.
 * :mod:`~ratchet_tck.store.shared.batches`: chunked batches, keys in a batch, tiny leases.
+* :mod:`~ratchet_tck.store.shared.async_transactions`: transactional enqueue from asyncio
+  (needs ``sqlalchemy[asyncio]`` and the store's async driver).
 """
