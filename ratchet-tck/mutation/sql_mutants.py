@@ -138,8 +138,8 @@ def constants(work: Path) -> dict[str, str]:
     """Every statement of the copy's store, as loaded (fragments filled), by upper-cased
     name: read in a child process, on the copy."""
     code = (
-        "import json; from ratchet.stores.sqlite._statements import STATEMENTS; "
-        "print(json.dumps({k.upper(): v for k, v in STATEMENTS.items()}))"
+        "import json; from ratchet.stores.sqlite.testing import named_statements; "
+        "print(json.dumps({k.upper(): v for k, v in named_statements.items()}))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],

@@ -41,11 +41,13 @@ class _ByAttribute:
 
 
 statements = _ByAttribute()
+named_statements = _statements.STATEMENTS  # the same, as the store's Statements mapping
 
 __all__ = [
     "claimed_from_row",
     "execution_from_row",
     "job_from_row",
+    "named_statements",
     "node_from_row",
     "recurring_from_row",
     "statements",
