@@ -2,12 +2,15 @@
 
     python cluster_worker.py STORE_URL RECORD_FILE [--concurrency N] [--cron]
                              [--guard-off fence|heartbeat|start] [--slow-fire SECONDS]
+                             [--metrics]
 
 Jobs append one line per execution to RECORD_FILE: the independent record the tests
-compare with the store. ``--guard-off`` switches one safety guard off, for the negative
+compare with the store. Each process also appends its lifecycle events there, as
+``event pid=PID TYPE JOB_ID claim=N [detail]`` lines. ``--guard-off`` switches one safety guard off, for the negative
 controls: ``fence`` completes whatever claim the job holds now; ``heartbeat`` makes orphan
 recovery treat every node as dead; ``start`` makes every claim record its jobs' start,
-including those claimed ahead (so a crash charges them all).
+including those claimed ahead (so a crash charges them all). ``--metrics`` serves the
+health probes of :mod:`ratchet.metrics` on a free port and records ``metrics pid=PID url=URL``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from ratchet import Ratchet, current_job
 from ratchet._engine.recurring import FIRE_TIME_PARAM
+from ratchet.events import JobDeadLettered, JobEvent, OrphansRecovered, OutcomeRejected
 
 
 def main() -> None:
@@ -31,6 +35,7 @@ def main() -> None:
     parser.add_argument("--cron", action="store_true")
     parser.add_argument("--guard-off", choices=["fence", "heartbeat", "start"])
     parser.add_argument("--slow-fire", type=float, default=0.0)
+    parser.add_argument("--metrics", action="store_true", help="serve /healthz on a free port")
     args = parser.parse_args()
 
     app = Ratchet(args.store_url, coordinator="none")
@@ -64,6 +69,24 @@ def main() -> None:
     def poison() -> None:
         record(f"poison pid={os.getpid()}")
         os.kill(os.getpid(), signal.SIGKILL)
+
+    def record_event(event: Any) -> None:
+        detail = ""
+        if isinstance(event, OutcomeRejected):
+            detail = f" outcome={event.outcome}"
+        elif isinstance(event, JobDeadLettered):
+            detail = f" reason={event.reason}"
+        elif isinstance(event, OrphansRecovered):
+            detail = f" reset={event.reset} dead={event.dead_lettered} own={event.own}"
+        job = (
+            f" {event.job_id} claim={getattr(event, 'claim_seq', '-')}"
+            if isinstance(event, JobEvent)
+            else ""
+        )
+        record(f"event pid={os.getpid()} {type(event).__name__}{job}{detail}")
+
+    app.on(JobEvent, record_event)
+    app.on(OrphansRecovered, record_event)
 
     if args.cron:
 
@@ -119,6 +142,14 @@ def main() -> None:
         store.enqueue_recurring_fire = slow_fire
 
     record(f"started pid={os.getpid()} node={app.node_id}")
+    if args.metrics:
+        from ratchet.metrics import RatchetMetrics
+
+        metrics = RatchetMetrics(app, cluster=False)
+        with metrics.serve(port=0) as server:
+            record(f"metrics pid={os.getpid()} url={server.url}")
+            app.run_worker(concurrency=args.concurrency, on_start=metrics.watch)
+        return
     app.run_worker(concurrency=args.concurrency)
 
 

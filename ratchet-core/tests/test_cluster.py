@@ -10,13 +10,17 @@ show the scenario would catch their absence.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -195,11 +199,13 @@ def test_sigkill_chaos_loses_nothing(cluster: Callable[..., Cluster], store_url:
     assert kills >= 3
 
 
-def _stale_worker_scenario(c: Cluster, store_url: str, *a_flags: str) -> dict[str, int]:
+def _stale_worker_scenario(
+    c: Cluster, store_url: str, *a_flags: str, b_seconds: float = 3.0
+) -> dict[str, int]:
     """A claims a long job and is frozen past the dead threshold; B recovers the job and
-    is still running it when A thaws and tries to record its outcome."""
+    is still running it (for ``b_seconds``) when A thaws and tries to record its outcome."""
     app = client(store_url)
-    job_id = app.enqueue("long", 1, 3.0, 3.0)
+    job_id = app.enqueue("long", 1, 3.0, b_seconds)
     a = c.start(*a_flags)
     wait_until(lambda: app.get_job(job_id).status is JobStatus.RUNNING, 30, "A to claim", c)  # type: ignore[union-attr]
     # Freeze A only once its job is sleeping, so the job's time passes during the freeze
@@ -231,6 +237,35 @@ def test_stale_worker_outcome_is_rejected(cluster: Callable[..., Cluster], store
     assert first.message is not None and "no longer current" in first.message
     assert second.status.value == "SUCCEEDED"
     wait_until(lambda: len(c.lines("ran 1 claim=1")) == 1, 10, "A's late run", c)
+    # Each node reported what it saw, in order: A started claim 1 and had its outcome
+    # rejected; B recovered the orphan, started claim 2 and succeeded.
+    a_pid = c.lines("began 1 claim=1")[0].split("pid=")[1]
+    wait_until(
+        lambda: _events(c, a_pid, job.id)[-1:] == ["OutcomeRejected claim=1 outcome=succeeded"],
+        10,
+        "A's rejection event",
+        c,
+    )
+    assert _events(c, a_pid, job.id) == [
+        "JobStarted claim=1",
+        "OutcomeRejected claim=1 outcome=succeeded",
+    ]
+    b_pid = c.lines("began 1 claim=2")[0].split("pid=")[1]
+    wait_until(lambda: len(_events(c, b_pid, job.id)) >= 2, 10, "B's events (after its write)", c)
+    assert _events(c, b_pid, job.id) == ["JobStarted claim=2", "JobSucceeded claim=2"]
+    assert any(
+        line.startswith(f"event pid={b_pid} OrphansRecovered reset=1") for line in c.lines("event ")
+    ), "B did not report the recovery"
+
+
+def _events(c: Cluster, pid: str, job_id: str) -> list[str]:
+    """One process's recorded events of one job, in order, without the prefix."""
+    prefix = f"event pid={pid} "
+    return [
+        line[len(prefix) :].replace(f" {job_id}", "", 1)
+        for line in c.lines(prefix)
+        if f" {job_id} " in line
+    ]
 
 
 def test_negative_control_without_the_fence_the_stale_worker_wins(
@@ -239,7 +274,10 @@ def test_negative_control_without_the_fence_the_stale_worker_wins(
     """The same scenario with the claim_seq fence switched off in A: A's late outcome
     overwrites the new owner's, which is exactly what the fence prevents."""
     c = cluster()
-    result = _stale_worker_scenario(c, store_url, "--guard-off", "fence")
+    # B runs the job far longer than A can take to thaw and reconnect (a MongoDB client
+    # may spend seconds re-selecting its server), so A's unfenced outcome always lands
+    # while B still holds the claim: a pass here can only mean the fence was off.
+    result = _stale_worker_scenario(c, store_url, "--guard-off", "fence", b_seconds=15.0)
     assert result["claim"] == 1, "without the fence the stale outcome should have won"
 
 
@@ -302,6 +340,25 @@ def test_poison_job_dead_letters_after_the_redelivery_limit(
     assert job is not None and job.crash_count == 2 and job.attempts == 0
     assert "Crash redelivery limit reached" in (job.last_error or "")
     assert len(c.lines("poison")) == 3  # the first run and two redeliveries
+
+    # The node that dead-lettered it reported the crash limit (no JobFailed: no attempt
+    # finished), and every run began with a JobStarted on the node that ran it. The event
+    # follows the write the test has just seen, so it may still be on its way.
+    def poison_events() -> list[str]:
+        return [line for line in c.lines("event ") if f" {poison_id} " in line]
+
+    wait_until(
+        lambda: any(" JobDeadLettered " in e for e in poison_events()),
+        30,
+        "the JobDeadLettered event",
+        c,
+    )
+    events = poison_events()
+    assert [e.split()[2] for e in events if "JobDeadLettered" in e or "JobFailed" in e] == [
+        "JobDeadLettered"
+    ]
+    assert any(e.endswith("reason=crash_limit") for e in events)
+    assert sum(" JobStarted " in e for e in events) == 3
     healthy = app.enqueue("chaos", 1)
     wait_until(supervise(healthy, JobStatus.SUCCEEDED), 30, "a healthy job afterwards", c)
 
@@ -402,3 +459,63 @@ def test_drain_releases_jobs_to_another_node_without_charge(
         assert job is not None and (job.crash_count, job.attempts) == (0, 1)
         assert job.result["claim"] == 2
         assert app.executions(job_id)[0].message == DRAIN_RELEASED_MESSAGE
+
+
+def _healthz(url: str, timeout: float = 60.0) -> tuple[int, str]:
+    """``/healthz``'s status code and reason."""
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=timeout) as response:
+            return response.status, json.loads(response.read())["reason"]
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())["reason"]
+
+
+def _probe_through_a_freeze(c: Cluster, store_url: str, *, past_the_grace: bool) -> tuple[int, str]:
+    """A (serving its health probes) runs a long job and is frozen; a ``/healthz`` probe
+    sent during the freeze waits in the socket's backlog and is answered after SIGCONT.
+    Past the grace, B recovers A's job before A thaws (A is fenced out); otherwise A thaws
+    after 0.2 s, well inside the 0.8 s grace. Returns the frozen probe's answer."""
+    app = client(store_url)
+    job_id = app.enqueue("long", 1, 3.0, 0.2)
+    a = c.start("--metrics")
+    wait_until(lambda: bool(c.lines(f"metrics pid={a.pid} ")), 30, "A to serve /healthz", c)
+    url = c.lines(f"metrics pid={a.pid} ")[0].split("url=")[1]
+    wait_until(lambda: _healthz(url) == (200, "heartbeat_fresh"), 30, "A to be live", c)
+    wait_until(lambda: c.lines("began 1 claim=1"), 30, "A's job to begin", c)
+    c.freeze(a)
+    answer: list[tuple[int, str]] = []
+    probe = threading.Thread(target=lambda: answer.append(_healthz(url)))
+    probe.start()
+    if past_the_grace:
+        c.start()
+        wait_until(lambda: app.get_job(job_id).claim_seq == 2, 30, "B to recover the job", c)  # type: ignore[union-attr]
+    else:
+        time.sleep(0.2)
+    assert not answer, "a frozen process answered"
+    a.send_signal(signal.SIGCONT)
+    probe.join(timeout=60)
+    assert answer, f"the probe was never answered\n{c.logs_text()}"
+    # Either way A lives on: once its heartbeats are fresh again it answers 200.
+    wait_until(lambda: _healthz(url) == (200, "heartbeat_fresh"), 30, "A to be live again", c)
+    return answer[0]
+
+
+def test_healthz_turns_503_when_a_frozen_node_is_fenced_out(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """SIGSTOP a worker past the dead threshold while another node recovers its job: the
+    /healthz probe sent during the freeze is answered 503 once the worker thaws (within a
+    grace of its first heartbeat back), then 200 again as the node rejoins."""
+    c = cluster()
+    code, reason = _probe_through_a_freeze(c, store_url, past_the_grace=True)
+    # heartbeat_lost if the probe is served before the first heartbeat back, else fenced_out.
+    assert (code, reason in {"fenced_out", "heartbeat_lost"}) == (503, True), reason
+
+
+def test_negative_control_a_short_freeze_inside_the_grace_stays_healthy(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """The same probe through a freeze shorter than the grace is answered 200: the 503
+    above comes from the fencing, not from the freeze or the probe's wait."""
+    c = cluster()
+    assert _probe_through_a_freeze(c, store_url, past_the_grace=False) == (200, "heartbeat_fresh")

@@ -17,6 +17,7 @@ from typing import Any
 import broken_capability_stores
 import broken_cluster_stores
 import broken_detail_stores
+import broken_job_log_stores
 import broken_queue_stores
 import reference_stores
 
@@ -34,6 +35,7 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_cluster_stores,
         broken_capability_stores,
         broken_detail_stores,
+        broken_job_log_stores,
         reference_stores,
     )
     for module in modules:
@@ -115,6 +117,9 @@ class UnfencedBatchCompletionStore(SQLiteJobStore):
                     ).fetchone()
                 )
             }
+        # The gap between reading the claims and writing (a round trip on a server store)
+        # is where a takeover lands; a realistic one, so the race shows in every run.
+        time.sleep(0.002)
         return super().complete_jobs(
             [
                 Completion(

@@ -131,6 +131,30 @@ CATALOGUE = [
     ("DeletesOtherJobsTagsStore", "test_archive_and_purge_leave_other_jobs_tags_alone"),
     ("LargerDefaultListStore", "test_list_jobs_returns_at_most_100_by_default"),
     ("ResetKeepsKeysStore", "test_reset_for_tests_empties_every_view"),
+    # job logs and progress (SupportsJobLogs)
+    ("JobLogWriteTimeStore", "test_job_log_lines_round_trip_in_order"),
+    ("KeepsOldestLinesStore", "test_job_log_bound_keeps_the_newest_lines_per_attempt"),
+    ("TrimsAcrossAttemptsStore", "test_lines_of_two_attempts_are_kept_apart"),
+    ("RaisesOnResentBatchStore", "test_a_batch_sent_again_duplicates_nothing"),
+    ("ProgressKeepsFirstReportStore", "test_progress_round_trips_and_is_replaced"),
+    ("UnfencedProgressStore", "test_a_stale_claims_progress_is_refused"),
+    ("UnfencedProgressStore", "test_a_stale_claim_racing_its_successor_never_wins"),
+    ("PurgesEveryJobLogStore", "test_purge_removes_only_old_lines_and_progress"),
+    # queue ages (SupportsPendingAges)
+    (
+        "NewestPendingAgeStore",
+        "test_oldest_pending_age_is_per_priority_and_counts_only_due_pending_jobs",
+    ),
+    ("FutureJobsWaitStore", "test_a_job_counts_once_it_is_due_and_stops_once_claimed"),
+    (
+        "FutureJobsWaitStore",
+        "test_oldest_pending_age_is_per_priority_and_counts_only_due_pending_jobs",
+    ),
+    ("RunningJobsWaitStore", "test_a_job_counts_once_it_is_due_and_stops_once_claimed"),
+    (
+        "RunningJobsWaitStore",
+        "test_oldest_pending_age_is_per_priority_and_counts_only_due_pending_jobs",
+    ),
 ]
 
 
@@ -168,6 +192,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_capability_stores
     import broken_cluster_stores
     import broken_detail_stores
+    import broken_job_log_stores
     import broken_queue_stores
     import broken_stores
 
@@ -181,6 +206,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_cluster_stores,
             broken_capability_stores,
             broken_detail_stores,
+            broken_job_log_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

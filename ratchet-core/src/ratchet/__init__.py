@@ -19,7 +19,9 @@ from ratchet._config import RatchetOptions
 from ratchet._context import JobContext, current_job
 from ratchet._cron import Misfire
 from ratchet._failures import DoNotRetry, do_not_retry
+from ratchet._job_logs import AttemptLog, JobLogLine, JobLogs, JobProgress
 from ratchet._jobs import JobBuilder, JobDefinition, JobFunction
+from ratchet._results import JobResult
 from ratchet._types import (
     BackoffPolicy,
     Execution,
@@ -50,6 +52,7 @@ __all__ = [
     "DEFAULT_STORE_URL",
     "ArgumentsMismatchError",
     "ArgumentsNotSerializableError",
+    "AttemptLog",
     "BackoffPolicy",
     "BusinessKeyConflictError",
     "DoNotRetry",
@@ -62,7 +65,11 @@ __all__ = [
     "JobContext",
     "JobDefinition",
     "JobFunction",
+    "JobLogLine",
+    "JobLogs",
     "JobPriority",
+    "JobProgress",
+    "JobResult",
     "JobStatus",
     "Misfire",
     "NodeInfo",

@@ -11,14 +11,24 @@ from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._environment import warn_about_unknown_variables
+from ratchet._event_bus import Subscription
+from ratchet._job_logs import JobLogs, JobProgress
 from ratchet._jobs import (
+    Callback,
     JobBuilder,
     JobDefinition,
     JobFunction,
+    callback_path,
     make_definition,
     normalize_tag,
 )
 from ratchet._logs import get_logger
+from ratchet._observers import (
+    EnqueueMiddleware,
+    ExecutionMiddleware,
+    MiddlewareHandle,
+    Observers,
+)
 from ratchet._types import (
     BackoffPolicy,
     Execution,
@@ -28,7 +38,8 @@ from ratchet._types import (
     NewJob,
     RecurringDefinition,
 )
-from ratchet.errors import RatchetError, UnknownJobError
+from ratchet.errors import JobLogsUnsupportedError, RatchetError, UnknownJobError
+from ratchet.events import Event, JobCanceled
 from ratchet.plugins import PluginRegistry
 from ratchet.spi import (
     ClassPolicy,
@@ -42,6 +53,7 @@ from ratchet.spi import (
     RetryPolicy,
     StartupCoordinator,
     StoreStartupCoordinator,
+    SupportsJobLogs,
     SupportsTransactionalEnqueue,
     WakeupHint,
 )
@@ -49,12 +61,13 @@ from ratchet.spi import (
 if TYPE_CHECKING:
     from ratchet._engine.worker import Worker
 
-__all__ = ["DEFAULT_STORE_URL", "Ratchet"]
+__all__ = ["DEFAULT_STORE_URL", "Ratchet", "job_log_store"]
 
 log = get_logger("ratchet")
 
 P = ParamSpec("P")
 R = TypeVar("R")
+E = TypeVar("E", bound=Event)
 
 DEFAULT_STORE_URL = "sqlite:///ratchet.db"
 
@@ -136,12 +149,15 @@ class Ratchet:
         self.node_id = self.node_identity.get_node_id()
         self.retry_policy = retry_policy or DefaultRetryPolicy()
         self.registry: dict[str, JobDefinition] = {}
+        # Callbacks this application named by function (trusted, as registered jobs are).
+        self.trusted_callbacks: dict[str, Callable[..., Any]] = {}
         self.recurring_definitions: list[RecurringDefinition] = []
         self.startup: StartupCoordinator = StoreStartupCoordinator(self.store, self.node_id)
         self.class_policy: ClassPolicy = _RegisteredJobsPolicy(
             self, class_policy or ModuleAllowlistClassPolicy(self.options.allowed_modules)
         )
         self._wakeups = LocalWakeups()
+        self.observers = Observers(self.node_id, self.store.database_time)
         self.coordinator_reason = "given to Ratchet()"
         if coordinator is None:
             try:
@@ -152,6 +168,21 @@ class Ratchet:
                 raise
         self.coordinator = coordinator
         self.coordinator.register_wakeup_listener(self._on_wakeup_hint)
+        self._call_application_hooks()
+
+    def _call_application_hooks(self) -> None:
+        """Let installed plugins subscribe and add middleware (``ratchet_application``);
+        one that raises is logged and skipped."""
+        hook = self.plugins.manager.hook.ratchet_application
+        for implementation in hook.get_hookimpls():
+            try:
+                implementation.function(app=self)
+            except Exception:
+                log.exception(
+                    "Plugin %r raised in ratchet_application; its subscriptions may be "
+                    "missing, the application goes on.",
+                    implementation.plugin_name,
+                )
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> Ratchet:
@@ -194,6 +225,31 @@ class Ratchet:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    # -- observing -----------------------------------------------------------------------
+
+    def on(self, event_type: type[E], callback: Callable[[E], Any]) -> Subscription:
+        """Call ``callback(event)`` for every event of ``event_type`` (a class from
+        :mod:`ratchet.events`; a base class such as ``JobEvent`` receives all of its
+        subclasses) that this process emits. Returns a handle whose ``unsubscribe()``
+        stops it. See :mod:`ratchet.events` for when and where events are delivered."""
+        return self.observers.events.subscribe(event_type, callback)
+
+    def add_middleware(self, middleware: ExecutionMiddleware) -> MiddlewareHandle:
+        """Wrap every run of a job's body on this application's workers:
+        ``middleware(current_job_context)`` returns a context manager entered in the
+        job's thread (or task) around the body, which sees the body's exception on exit.
+        It cannot change the outcome; one that raises is logged and skipped. Returns a
+        handle whose ``remove()`` takes it out (for workers made afterwards)."""
+        return self.observers.add_execution_middleware(middleware)
+
+    def add_enqueue_middleware(self, middleware: EnqueueMiddleware) -> MiddlewareHandle:
+        """Wrap the store write of every enqueue: ``middleware(jobs)`` returns a context
+        manager entered before the write of ``jobs`` (a list of :class:`ratchet.spi.NewJob`)
+        and exited after it; a mapping it yields is added to every job's params (a
+        tracing context travels with the job this way). One that raises is logged and
+        skipped; the enqueue goes on."""
+        return self.observers.add_enqueue_middleware(middleware)
+
     # -- registering jobs ----------------------------------------------------------------
 
     @overload
@@ -211,6 +267,8 @@ class Ratchet:
         backoff_ms: int = 1000,
         priority: JobPriority | int = JobPriority.NORMAL,
         timeout: float | None = None,
+        on_success: Callback | None = None,
+        on_failure: Callback | None = None,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -224,9 +282,26 @@ class Ratchet:
         backoff_ms: int = 1000,
         priority: JobPriority | int = JobPriority.NORMAL,
         timeout: float | None = None,
+        on_success: Callback | None = None,
+        on_failure: Callback | None = None,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or ``async def``) as a job: ``@app.job`` or
-        ``@app.job(max_retries=5, …)``. The name defaults to ``module:qualname``."""
+        ``@app.job(max_retries=5, …)``. The name defaults to ``module:qualname``.
+
+        ``on_success`` / ``on_failure`` (a function, or its import path
+        ``'module:function'``) run once, with a :class:`~ratchet.JobResult`, on the node
+        that records the job's success or permanent failure (retries exhausted,
+        ``DoNotRetry``, the crash limit); see :mod:`ratchet._engine.callbacks`."""
+        success_path = (
+            None
+            if on_success is None
+            else callback_path(on_success, "on_success", self.trusted_callbacks)
+        )
+        failure_path = (
+            None
+            if on_failure is None
+            else callback_path(on_failure, "on_failure", self.trusted_callbacks)
+        )
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             definition = make_definition(
@@ -237,6 +312,8 @@ class Ratchet:
                 backoff_ms=backoff_ms,
                 priority=priority,
                 timeout=timeout,
+                on_success=success_path,
+                on_failure=failure_path,
             )
             existing = self.registry.get(definition.name)
             if existing is not None and existing.target != definition.target:
@@ -426,6 +503,7 @@ class Ratchet:
             max_payload_bytes=self.options.max_payload_bytes,
             store_job=self._store_job,
             store_job_in=self._store_job_in,
+            trusted_callbacks=self.trusted_callbacks,
         )
 
     def enqueue(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> str:
@@ -445,7 +523,8 @@ class Ratchet:
             jobs.append(builder.build())
         if not jobs:
             return []
-        self.store.enqueue_many(jobs)
+        with self.observers.enqueuing(jobs) as stored:
+            self.store.enqueue_many(stored)
         self._announce(max(job.priority for job in jobs))
         return [job.id for job in jobs]
 
@@ -467,7 +546,9 @@ class Ratchet:
         definition = self.definition(func)
         jobs = [self._builder(definition, tuple(args), {}).build() for args in arguments]
         if jobs:
-            self._transactional_store().enqueue_many_in(connection, jobs)
+            store = self._transactional_store()
+            with self.observers.enqueuing(jobs, transactional=True) as stored:
+                store.enqueue_many_in(connection, stored)
         return [job.id for job in jobs]
 
     async def enqueue_in_async(
@@ -484,7 +565,9 @@ class Ratchet:
         from ratchet.spi.sql._sqlalchemy import run_with_sync_connection
 
         job = self.builder(func, *args, **kwargs).build()
-        await run_with_sync_connection(connection, self._transactional_store().enqueue_in, job)
+        store = self._transactional_store()
+        with self.observers.enqueuing([job], transactional=True) as stored:
+            await run_with_sync_connection(connection, store.enqueue_in, stored[0])
         return job.id
 
     async def enqueue_many_in_async(
@@ -499,12 +582,15 @@ class Ratchet:
         jobs = [self._builder(definition, tuple(args), {}).build() for args in arguments]
         if jobs:
             store = self._transactional_store()
-            await run_with_sync_connection(connection, store.enqueue_many_in, jobs)
+            with self.observers.enqueuing(jobs, transactional=True) as stored:
+                await run_with_sync_connection(connection, store.enqueue_many_in, stored)
         return [job.id for job in jobs]
 
     def _store_job_in(self, connection: Any, job: NewJob) -> str:
         """Store a built job in the caller's transaction (a builder's ``submit_in``)."""
-        self._transactional_store().enqueue_in(connection, job)
+        store = self._transactional_store()
+        with self.observers.enqueuing([job], transactional=True) as stored:
+            store.enqueue_in(connection, stored[0])
         return job.id
 
     def _transactional_store(self) -> SupportsTransactionalEnqueue:
@@ -518,7 +604,8 @@ class Ratchet:
 
     def _store_job(self, job: NewJob) -> str:
         """Store a built job and wake the workers (a builder's ``submit``)."""
-        self.store.enqueue(job)
+        with self.observers.enqueuing([job]) as stored:
+            self.store.enqueue(stored[0])
         self._announce(job.priority)
         return job.id
 
@@ -547,6 +634,23 @@ class Ratchet:
         """One record per attempt (claim) of the job, oldest first."""
         return self.store.list_executions(job_id)
 
+    def job_logs(self, job_id: str) -> JobLogs:
+        """What the job wrote through ``current_job().logger``, by attempt (oldest claim
+        first), each attempt with how many of its lines were dropped; no attempts for a
+        job that logged nothing or does not exist (as :meth:`executions` returns ``[]``).
+        Lines outlive an archived job until ``RATCHET_LOG_RETENTION_DAYS``. Raises
+        :class:`~ratchet.errors.JobLogsUnsupportedError` when the store keeps no logs."""
+        return JobLogs.from_lines(job_id, self._job_log_store().list_job_logs(job_id))
+
+    def job_progress(self, job_id: str) -> JobProgress | None:
+        """The last progress the job reported (``current_job().progress``), or ``None``
+        (never reported, or no such job, as :meth:`get_job` returns ``None``). Raises
+        :class:`~ratchet.errors.JobLogsUnsupportedError` when the store keeps none."""
+        return self._job_log_store().get_job_progress(job_id)
+
+    def _job_log_store(self) -> SupportsJobLogs:
+        return job_log_store(self.store)
+
     def retry_job(self, job_id: str) -> bool:
         """FAILED → PENDING with attempts reset; ``False`` for any other state."""
         retried = self.store.retry_failed_job(job_id)
@@ -556,7 +660,19 @@ class Ratchet:
 
     def cancel_job(self, job_id: str) -> bool:
         """PENDING → CANCELED; ``False`` for any other state."""
-        return self.store.cancel_job(job_id)
+        canceled = self.store.cancel_job(job_id)
+        if canceled and self.observers.events.wants(JobCanceled):
+            job = self.store.get_job(job_id)
+            self.observers.events.emit(
+                JobCanceled(
+                    node_id=self.node_id,
+                    at=job.finished_at if job is not None else self.observers.clock.now(),
+                    job_id=job_id,
+                    name=job.name if job is not None else "",
+                    priority=job.priority if job is not None else JobPriority.NORMAL,
+                )
+            )
+        return canceled
 
     # -- workers -------------------------------------------------------------------------
 
@@ -567,7 +683,11 @@ class Ratchet:
         return Worker(self._node_context(), concurrency=concurrency)
 
     def run_worker(
-        self, *, concurrency: int | None = None, progress_seconds: float | None = None
+        self,
+        *,
+        concurrency: int | None = None,
+        progress_seconds: float | None = None,
+        on_start: Callable[[Worker], object] | None = None,
     ) -> None:
         """Run a worker until SIGINT or SIGTERM, then drain in order and return.
 
@@ -575,13 +695,17 @@ class Ratchet:
         second signal cuts the drain short: the claims of the jobs still running are
         released at once, to run again elsewhere. With ``progress_seconds``, log a
         progress line that often when anything changed. When a background thread of the
-        worker dies, the worker drains and this raises WorkerCrashedError.
+        worker dies, the worker drains and this raises WorkerCrashedError. ``on_start`` is
+        called with the worker once it has started (``ratchet worker --metrics-port``
+        watches its health this way).
         """
         from ratchet._engine.drain_signals import DrainSignals
 
         with DrainSignals().installed() as signals:
             with self.worker(concurrency=concurrency) as worker:
                 signals.attach(worker)
+                if on_start is not None:
+                    on_start(worker)
                 last_report, last_line = time.monotonic(), ""
                 while not signals.drain_requested.wait(0.5) and worker.crash is None:
                     if progress_seconds and time.monotonic() - last_report >= progress_seconds:
@@ -631,6 +755,8 @@ class Ratchet:
             wakeups=self._wakeups,
             recurring_definitions=lambda: self.recurring_definitions,
             open_companion_store=self.companion_store,
+            observers=self.observers,
+            trusted_callbacks=self.trusted_callbacks,
         )
 
     def _on_wakeup_hint(self, hint: WakeupHint) -> None:
@@ -639,3 +765,16 @@ class Ratchet:
 
     def __repr__(self) -> str:
         return f"<Ratchet store={self.store.describe()} node={self.node_id!r} pid={os.getpid()}>"
+
+
+def job_log_store(store: JobStore) -> SupportsJobLogs:
+    """``store`` as a store of job logs; raises
+    :class:`~ratchet.errors.JobLogsUnsupportedError` when it keeps none."""
+    if not isinstance(store, SupportsJobLogs):
+        raise JobLogsUnsupportedError(
+            f"The store {store.describe()!r} does not keep job logs or progress (its "
+            "plugin does not implement SupportsJobLogs), so lines written through "
+            "current_job().logger only reach the Python logger. Use a store that keeps "
+            "them: sqlite, memory, postgresql, mysql or mongodb."
+        )
+    return store

@@ -195,8 +195,30 @@ class RatchetOptions:
     log_retention_days: float = _opt(
         30.0,
         "RATCHET_LOG_RETENTION_DAYS",
-        "Days execution records of finished jobs are kept",
+        "Days execution records and job log lines are kept",
         maximum=_TEN_YEARS_DAYS,
+    )
+    job_logs_enabled: bool = _opt(
+        True,
+        "RATCHET_JOB_LOGS_ENABLED",
+        "Store what jobs write through current_job().logger, and their progress",
+        kind="bool",
+    )
+    job_log_max_lines: int = _opt(
+        1000,
+        "RATCHET_JOB_LOG_MAX_LINES",
+        "Log lines stored per attempt; the oldest are dropped (and counted)",
+        kind="int",
+        minimum=1,
+        maximum=100_000,
+    )
+    job_log_max_line_chars: int = _opt(
+        2000,
+        "RATCHET_JOB_LOG_MAX_LINE_CHARS",
+        "Longest stored log line, in characters; longer lines are cut",
+        kind="int",
+        minimum=100,
+        maximum=100_000,
     )
     allowed_modules: tuple[str, ...] = _opt(
         (),

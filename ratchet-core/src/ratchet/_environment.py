@@ -27,6 +27,12 @@ log = get_logger("ratchet.config")
 
 FIRST_PARTY_VARIABLES = frozenset(
     {
+        # the ratchet command's log output (ratchet.cli; process settings, not options)
+        "RATCHET_LOG_FORMAT",
+        "RATCHET_LOG_LEVEL",
+        # ratchet worker --metrics-port and ratchet metrics serve (ratchet.cli._metrics)
+        "RATCHET_METRICS_PORT",
+        "RATCHET_METRICS_HOST",
         # ratchet-coordinator-pg
         "RATCHET_PG_COORDINATOR_URL",
         "RATCHET_PG_CHANNEL",

@@ -35,10 +35,14 @@ from ratchet._uuid import new_job_id
 from ratchet.errors import ArgumentsMismatchError, JobDefinitionError, ValueOutOfRangeError
 
 __all__ = [
+    "ON_FAILURE_PARAM",
+    "ON_SUCCESS_PARAM",
+    "Callback",
     "JobApplication",
     "JobBuilder",
     "JobDefinition",
     "JobFunction",
+    "callback_path",
     "check_arguments",
     "job_target",
     "normalize_tag",
@@ -64,6 +68,8 @@ class JobDefinition:
     backoff_ms: int = 1000
     priority: int = JobPriority.NORMAL
     timeout: float | None = None
+    on_success: str | None = None
+    on_failure: str | None = None
     # None when the function's signature cannot be read (some builtins): calls go unchecked.
     signature: inspect.Signature | None = field(default=None, compare=False, repr=False)
 
@@ -163,6 +169,34 @@ def job_target(func: Callable[..., Any], *, named: bool) -> str:
     )
 
 
+ON_SUCCESS_PARAM = "ratchet.on_success"
+ON_FAILURE_PARAM = "ratchet.on_failure"
+
+Callback = Callable[..., Any] | str
+
+
+def callback_path(callback: Callback, what: str, trusted: dict[str, Callable[..., Any]]) -> str:
+    """The import path stored for a job's ``on_success``/``on_failure`` callback. A
+    function given here is trusted (recorded in ``trusted``: this application named it);
+    a path is checked for its form now and by the class policy when it runs."""
+    if isinstance(callback, str):
+        module, sep, qualname = callback.partition(":")
+        if not sep or not module or not qualname or " " in callback:
+            raise JobDefinitionError(
+                f"{what} {callback!r} is not an import path of the form 'module:function'; "
+                "pass the function itself or a path such as 'myapp.alerts:notify'."
+            )
+        return callback
+    if not callable(callback):
+        raise JobDefinitionError(
+            f"{what} must be a function or an import path 'module:function', not {echo(callback)}."
+        )
+    func = callback.definition.func if isinstance(callback, JobFunction) else callback
+    path = job_target(func, named=False)
+    trusted[path] = func
+    return path
+
+
 def make_definition(
     func: Callable[..., Any],
     *,
@@ -172,6 +206,8 @@ def make_definition(
     backoff_ms: int,
     priority: int,
     timeout: float | None,
+    on_success: str | None = None,
+    on_failure: str | None = None,
 ) -> JobDefinition:
     """Validate ``@app.job`` arguments into a definition.
 
@@ -191,6 +227,8 @@ def make_definition(
         backoff_ms=check_count(backoff_ms, "backoff_ms", maximum=MAX_BACKOFF_MS),
         priority=validate_priority(priority),
         timeout=check_timeout(timeout),
+        on_success=on_success,
+        on_failure=on_failure,
         signature=_signature(func),
     )
 
@@ -249,6 +287,10 @@ class JobBuilder:
     max_payload_bytes: int
     store_job: Callable[[NewJob], str] = field(repr=False)
     store_job_in: Callable[[Any, NewJob], str] = field(repr=False)
+    # The application's trusted callbacks, by path (see callback_path).
+    trusted_callbacks: dict[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
+    on_success_value: str | None = None
+    on_failure_value: str | None = None
     priority_value: int = JobPriority.NORMAL
     max_retries_value: int = 3
     backoff_value: BackoffPolicy = BackoffPolicy.EXPONENTIAL
@@ -270,6 +312,7 @@ class JobBuilder:
         max_payload_bytes: int,
         store_job: Callable[[NewJob], str],
         store_job_in: Callable[[Any, NewJob], str],
+        trusted_callbacks: dict[str, Callable[..., Any]] | None = None,
     ) -> JobBuilder:
         """A builder with the job's defaults."""
         return cls(
@@ -283,6 +326,9 @@ class JobBuilder:
             max_retries_value=definition.max_retries,
             backoff_value=definition.backoff,
             backoff_ms_value=definition.backoff_ms,
+            trusted_callbacks=trusted_callbacks if trusted_callbacks is not None else {},
+            on_success_value=definition.on_success,
+            on_failure_value=definition.on_failure,
         )
 
     def priority(self, priority: JobPriority | int) -> JobBuilder:
@@ -334,6 +380,26 @@ class JobBuilder:
         self.tags_value = tuple(cleaned)
         return self
 
+    def on_success(self, callback: Callback | None) -> JobBuilder:
+        """Run ``callback(result: JobResult)`` once after the job succeeds (``None``
+        removes the job's default). A function or its import path ``'module:function'``."""
+        self.on_success_value = (
+            None
+            if callback is None
+            else callback_path(callback, "on_success", self.trusted_callbacks)
+        )
+        return self
+
+    def on_failure(self, callback: Callback | None) -> JobBuilder:
+        """Run ``callback(result: JobResult)`` once when the job fails for good (retries
+        exhausted, DoNotRetry, crash limit); ``None`` removes the job's default."""
+        self.on_failure_value = (
+            None
+            if callback is None
+            else callback_path(callback, "on_failure", self.trusted_callbacks)
+        )
+        return self
+
     def param(self, key: str, value: Any) -> JobBuilder:
         """A named value the job reads with ``current_job().param(key)``."""
         self.params_value[_key(key, "Param key")] = value
@@ -345,11 +411,18 @@ class JobBuilder:
         within the payload limit (ArgumentsNotSerializableError, PayloadTooLargeError)."""
         definition = self.definition
         check_arguments(definition, self.args, self.kwargs)
+        params = self.params_value
+        if self.on_success_value is not None or self.on_failure_value is not None:
+            params = dict(params)
+            if self.on_success_value is not None:
+                params[ON_SUCCESS_PARAM] = self.on_success_value
+            if self.on_failure_value is not None:
+                params[ON_FAILURE_PARAM] = self.on_failure_value
         args_json, kwargs_json = encode_arguments(
             definition.name,
             self.args,
             self.kwargs,
-            self.params_value,
+            params,
             max_bytes=self.max_payload_bytes,
         )
         return NewJob(
@@ -366,7 +439,7 @@ class JobBuilder:
             business_key=self.business_key_value,
             idempotency_key=self.idempotency_key_value,
             tags=self.tags_value,
-            params=dict(self.params_value),
+            params=dict(params),
             scheduled_at=self.scheduled_at,
             delay_seconds=self.delay_seconds,
         )

@@ -10,18 +10,52 @@ The filter formats the message once, on the record: ``record.msg`` becomes the f
 and ``record.args`` is emptied. That costs handlers that group records by their template
 (the template is gone) and buys masking of a secret split between the template and an
 argument (``"password=%s"``), which neither half shows alone.
+
+The filter also adds the fields bound with :func:`log_fields` in the current context (a
+worker binds ``node_id`` for every thread it starts, see :func:`engine_thread`) to
+records that do not carry them already, so every record of the engine says which node
+wrote it, in JSON logs as in text (:mod:`ratchet._log_format`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 from ratchet._printable import printable
 from ratchet._redact import redact
 
-__all__ = ["SafeRecordFilter", "get_logger"]
+__all__ = ["SafeRecordFilter", "engine_thread", "get_logger", "log_fields"]
+
+_NO_FIELDS: Mapping[str, object] = MappingProxyType({})
+_FIELDS: contextvars.ContextVar[Mapping[str, object]] = contextvars.ContextVar(
+    "ratchet_log_fields", default=_NO_FIELDS
+)
+
+
+@contextmanager
+def log_fields(**fields: object) -> Iterator[None]:
+    """Add ``fields`` to every record logged through a Ratchet logger in this context
+    (this thread or task, and the engine threads started from it), unless the record
+    sets the field itself. Nests: inner fields win."""
+    token = _FIELDS.set({**_FIELDS.get(), **fields})
+    try:
+        yield
+    finally:
+        _FIELDS.reset(token)
+
+
+def engine_thread(target: Callable[[], object], name: str) -> threading.Thread:
+    """A daemon thread (not started) that runs ``target`` in a copy of the creating
+    context, so its records keep the creator's :func:`log_fields` (threads otherwise
+    start with an empty context)."""
+    context = contextvars.copy_context()
+    return threading.Thread(target=context.run, args=(target,), name=name, daemon=True)
 
 
 class _Shown:
@@ -54,6 +88,11 @@ class SafeRecordFilter(logging.Filter):
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        fields = _FIELDS.get()
+        if fields:
+            known = record.__dict__
+            for key, value in fields.items():
+                known.setdefault(key, value)
         record.name = printable(record.name)
         if record.args:
             args: Any = record.args

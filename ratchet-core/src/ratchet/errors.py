@@ -14,8 +14,10 @@ __all__ = [
     "DuplicateIdempotencyKeyError",
     "DuplicateNodeError",
     "InvalidCronError",
+    "InvalidProgressError",
     "InvalidStoreURLError",
     "JobDefinitionError",
+    "JobLogsUnsupportedError",
     "JobNotFoundError",
     "PayloadTooLargeError",
     "RatchetError",
@@ -104,6 +106,14 @@ class JobDefinitionError(RatchetError, ValueError):
 
 class JobNotFoundError(RatchetError, LookupError):
     """No job has the given id."""
+
+
+class InvalidProgressError(RatchetError, ValueError):
+    """A progress report whose numbers are not finite and >= 0, or whose note is too long."""
+
+
+class JobLogsUnsupportedError(RatchetError):
+    """The store does not keep job log lines and progress (no ``SupportsJobLogs``)."""
 
 
 class StoreUnavailableError(RatchetError):

@@ -21,7 +21,7 @@ from ratchet_tck.store.shared.upgrades import SQL_TABLES
 
 pytestmark = pytest.mark.server
 
-ALL_VERSIONS = [(1, "0001_initial.sql"), (2, "0002_crash_charges.sql")]
+ALL_VERSIONS = [(1, "0001_initial.sql"), (2, "0002_crash_charges.sql"), (3, "0003_job_logs.sql")]
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def version_1_database() -> Callable[[str], list[str]]:
     def write(url: str) -> list[str]:
         _record_version_1(url)
         _run(url, _V1_ROWS)
-        return ["0002_crash_charges.sql"]
+        return ["0002_crash_charges.sql", "0003_job_logs.sql"]
 
     return write
 

@@ -19,7 +19,11 @@ from ratchet_tck.store.shared.upgrades import SQL_TABLES
 
 def test_schema_sql_is_every_migration_without_a_connection() -> None:
     text = schema_sql()
-    assert [m.name for m in migrations()] == ["0001_initial.sql", "0002_crash_charges.sql"]
+    assert [m.name for m in migrations()] == [
+        "0001_initial.sql",
+        "0002_crash_charges.sql",
+        "0003_job_logs.sql",
+    ]
     for table in SQL_TABLES | {"ratchet_schema_version"}:
         assert f"CREATE TABLE IF NOT EXISTS {table} (" in text, table
     assert "KEY ratchet_job_claim (status, priority, scheduled_at, id)" in text

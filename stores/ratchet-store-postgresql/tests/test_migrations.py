@@ -32,7 +32,7 @@ VALUES ('v1-running', 2, 1, 'old-node', 'RUNNING', now() - interval '1 hour');
 
 def _write_version_1(url: str) -> list[str]:
     """The first migration, its ledger as version 1 of the store kept it, and the rows."""
-    [first, second] = migrations()
+    [first, *later] = migrations()
     with psycopg.connect(url) as conn:
         conn.execute(first.sql.encode("utf-8"))
         conn.execute(
@@ -41,7 +41,7 @@ def _write_version_1(url: str) -> list[str]:
         )
         conn.execute("INSERT INTO ratchet_schema_version VALUES (1, %s)", (first.name,))
         conn.execute(_V1_ROWS.encode("utf-8"))
-    return [second.name]
+    return [migration.name for migration in later]
 
 
 @pytest.fixture

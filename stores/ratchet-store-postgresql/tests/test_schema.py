@@ -17,7 +17,11 @@ from ratchet_tck.store.shared.upgrades import SQL_TABLES
 
 def test_schema_sql_is_every_migration_without_a_connection() -> None:
     text = schema_sql()
-    assert [m.name for m in migrations()] == ["0001_initial.sql", "0002_crash_charges.sql"]
+    assert [m.name for m in migrations()] == [
+        "0001_initial.sql",
+        "0002_crash_charges.sql",
+        "0003_job_logs.sql",
+    ]
     for table in SQL_TABLES | {"ratchet_schema_version"}:
         assert f"CREATE TABLE {table}" in text or f"EXISTS {table}" in text, table
     assert "WHERE status = 'PENDING'" in text  # the partial claim index

@@ -1,4 +1,5 @@
-"""Retention: move old finished jobs to the archive and drop old execution records.
+"""Retention: move old finished jobs to the archive and drop old execution records and
+job log lines (and progress) older than ``RATCHET_LOG_RETENTION_DAYS``.
 
 Runs at the instants of ``RATCHET_JOB_ARCHIVER_CRON`` (UTC), on one node at a time (a
 store lock), in batches so no transaction grows with the backlog. Idempotency keys are
@@ -13,7 +14,7 @@ from datetime import datetime
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule
 from ratchet._logs import get_logger
-from ratchet.spi import JobStore
+from ratchet.spi import JobStore, SupportsJobLogs
 
 __all__ = ["Archiver"]
 
@@ -33,6 +34,8 @@ class Archiver:
         self.node_id = node_id
         self.schedule = CronSchedule(options.job_archiver_cron)
         self.next_run: datetime | None = None
+        # Job log lines and progress records purged by the last pass.
+        self.job_logs_purged = 0
 
     def due(self, now: datetime) -> bool:
         """True when a cron instant passed since the last check (the first check only
@@ -68,13 +71,30 @@ class Archiver:
                     older_than_seconds=self.options.log_retention_days * DAY, batch_size=batch
                 )
             )
+            self.job_logs_purged = self._purge_job_logs()
         finally:
             self.store.release_lock(ARCHIVER_LOCK, self.node_id)
-        if archived or purged:
+        if archived or purged or self.job_logs_purged:
             log.info(
-                "Archived %d finished job(s); purged %d execution record(s).", archived, purged
+                "Archived %d finished job(s); purged %d execution record(s) and %d job log "
+                "record(s).",
+                archived,
+                purged,
+                self.job_logs_purged,
             )
         return archived, purged
+
+    def _purge_job_logs(self) -> int:
+        """Old job log lines and progress, when the store keeps them (whether or not this
+        node stores new ones: lines written while the option was on still expire)."""
+        store = self.store
+        if not isinstance(store, SupportsJobLogs):
+            return 0
+        return self._drain(
+            lambda batch: store.purge_job_logs(
+                older_than_seconds=self.options.log_retention_days * DAY, batch_size=batch
+            )
+        )
 
     def _drain(self, step: Callable[[int], int]) -> int:
         total = 0

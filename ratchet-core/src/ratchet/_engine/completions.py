@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ratchet._logs import get_logger
+from ratchet._logs import engine_thread, get_logger
 from ratchet._types import ClaimedJob, Completion
 
 __all__ = ["CompletionWriter", "PendingSuccess", "SuccessWriter"]
@@ -78,7 +78,7 @@ class CompletionWriter:
         self._closing = False
         self.writes = 0
         self.recorded = 0
-        self._thread = threading.Thread(target=self._run, name="ratchet-outcomes", daemon=True)
+        self._thread = engine_thread(self._run, "ratchet-outcomes")
         self._thread.start()
 
     def submit(self, job: ClaimedJob, completion: Completion) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from ratchet._engine.failure_text import summarize_failure
 from ratchet._engine.loop_watchdog import LoopWatchdog
 from ratchet._engine.runner import JobRunner
-from ratchet._logs import get_logger
+from ratchet._logs import engine_thread, get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob
 
@@ -40,10 +40,7 @@ class _DaemonThreadPool:
 
     def __init__(self, size: int, prefix: str) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"{prefix}-{n}", daemon=True)
-            for n in range(size)
-        ]
+        self._threads = [engine_thread(self._work, f"{prefix}-{n}") for n in range(size)]
         for thread in self._threads:
             thread.start()
 
@@ -227,9 +224,7 @@ class JobExecutor:
         with self._changed:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="ratchet-async-jobs", daemon=True
-                )
+                thread = engine_thread(loop.run_forever, "ratchet-async-jobs")
                 thread.start()
                 self._loop, self._loop_thread = loop, thread
                 self._watchdog = LoopWatchdog(loop, self.on_loop, self.loop_stall_seconds)

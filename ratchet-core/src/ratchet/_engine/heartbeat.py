@@ -90,6 +90,10 @@ class Heartbeat:
         self._taken_over = taken_over
         self.last_ok = time.monotonic()
         """``time.monotonic()`` of the last heartbeat that succeeded (or of registering)."""
+        self.rejoined_at: float | None = None
+        """``time.monotonic()`` of the last heartbeat that succeeded after a silence longer
+        than the orphan grace (the process was paused or cut off: other nodes may have
+        recovered its claims meanwhile), or ``None``. The health probes report it."""
         self.stopped = threading.Event()
 
     def beat_recorded(self) -> None:
@@ -120,7 +124,10 @@ class Heartbeat:
         while not self.stopped.wait(delay):
             try:
                 self.store.heartbeat(self.node_id)
-                self.last_ok = time.monotonic()
+                now = time.monotonic()
+                if now - self.last_ok > grace:
+                    self.rejoined_at = now
+                self.last_ok = now
                 if self._superseded():
                     return
                 if failing:

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ratchet._logs import get_logger
+from ratchet._logs import engine_thread, get_logger
 from ratchet._types import ClaimedJob
 
 __all__ = ["LoopWatchdog"]
@@ -47,9 +47,7 @@ class LoopWatchdog:
         self._running = running
         self.stall_seconds = stall_seconds
         self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._watch, name="ratchet-async-watchdog", daemon=True
-        )
+        self._thread = engine_thread(self._watch, "ratchet-async-watchdog")
 
     def start(self) -> LoopWatchdog:
         self._thread.start()

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from ratchet._engine.archiver import Archiver
+from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import NodeContext
 from ratchet._logs import get_logger
 from ratchet._messages import CRASH_LIMIT_MESSAGE, STALE_EXECUTION_MESSAGE
@@ -39,8 +40,15 @@ class Maintenance:
     and logs them); the loop goes on at the next interval.
     """
 
-    def __init__(self, context: NodeContext, *, on_store_error: StoreError) -> None:
+    def __init__(
+        self,
+        context: NodeContext,
+        *,
+        on_store_error: StoreError,
+        lifecycle: Lifecycle | None = None,
+    ) -> None:
         self.context = context
+        self.lifecycle = lifecycle
         self.store = context.store
         self.node_id = context.node_id
         self.options = context.options
@@ -77,13 +85,14 @@ class Maintenance:
     def recover_own_claims(self) -> None:
         """Take back the claims a previous run of this node id left (at start, before any
         thread runs): unstarted ones with no charge, started ones charged a crash."""
-        self.fail_exhausted(
-            self.store.recover_node_claims(
-                self.node_id,
-                max_crash_redeliveries=self.options.max_crash_redeliveries,
-                limit=ORPHAN_SCAN_LIMIT,
-            )
+        recovery = self.store.recover_node_claims(
+            self.node_id,
+            max_crash_redeliveries=self.options.max_crash_redeliveries,
+            limit=ORPHAN_SCAN_LIMIT,
         )
+        dead = self.fail_exhausted(recovery)
+        if self.lifecycle is not None:
+            self.lifecycle.orphans_recovered(recovery.reset, dead, own=True)
 
     def scan_orphans(self) -> OrphanRecovery | None:
         """One orphan scan under the cluster-wide lock; ``None`` when another node holds it."""
@@ -97,7 +106,9 @@ class Maintenance:
                 max_crash_redeliveries=self.options.max_crash_redeliveries,
                 limit=ORPHAN_SCAN_LIMIT,
             )
-            self.fail_exhausted(recovery)
+            dead = self.fail_exhausted(recovery)
+            if self.lifecycle is not None:
+                self.lifecycle.orphans_recovered(recovery.reset, dead)
             self.store.close_stale_executions(
                 grace_seconds=grace, message=STALE_EXECUTION_MESSAGE, limit=ORPHAN_SCAN_LIMIT
             )
@@ -105,28 +116,40 @@ class Maintenance:
             if stale:
                 self.store.remove_nodes([node.node_id for node in stale])
             if recovery.reset:
-                log.warning("Orphan recovery returned %d job(s) to the queue.", recovery.reset)
+                log.warning(
+                    "Orphan recovery returned %d job(s) to the queue.",
+                    recovery.reset,
+                    extra={"event": "orphans_recovered", "node_id": self.node_id},
+                )
                 self.context.wakeups.wake()
             return recovery
         finally:
             self.store.release_lock(ORPHAN_SCAN_LOCK, self.node_id)
 
-    def fail_exhausted(self, recovery: OrphanRecovery) -> None:
-        """Dead-letter the jobs a recovery found at the crash limit; wake the local
-        workers when it returned jobs to the queue."""
+    def fail_exhausted(self, recovery: OrphanRecovery) -> int:
+        """Dead-letter the jobs a recovery found at the crash limit (their ``on_failure``
+        callbacks run: see :mod:`ratchet._engine.callbacks`); wake the local workers when
+        it returned jobs to the queue. Returns how many were dead-lettered."""
+        dead = 0
         for job_id, claim_seq in recovery.exhausted:
             job = self.store.get_job(job_id)
             count = job.crash_count if job is not None else self.options.max_crash_redeliveries
+            message = CRASH_LIMIT_MESSAGE.format(count=count)
             if self.store.fail_job(
                 job_id,
                 claim_seq,
-                error=CRASH_LIMIT_MESSAGE.format(count=count),
+                error=message,
                 count_attempt=False,  # no attempt finished: every run ended in a crash
             ):
+                dead += 1
                 log.error(
                     "Job %s crashed its node %d times; moved to the dead-letter queue.",
                     job_id,
                     count,
+                    extra={"event": "job_dead_lettered", "job_id": job_id, "node_id": self.node_id},
                 )
+                if job is not None and self.lifecycle is not None:
+                    self.lifecycle.crash_limit_reached(job, claim_seq, message)
         if recovery.reset:
             self.context.wakeups.wake()
+        return dead

@@ -16,10 +16,11 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ratchet._config import RatchetOptions
 from ratchet._jobs import JobDefinition
+from ratchet._observers import Observers
 from ratchet._types import RecurringDefinition
 from ratchet.spi import ClassPolicy, JobStore, RetryPolicy, StartupCoordinator
 
@@ -70,7 +71,9 @@ class NodeContext:
     ``@app.recurring`` definitions as they are when called. ``open_companion_store()``
     returns a second store instance on the same backend (its own connection) for the
     heartbeats, or the store itself when the backend cannot be shared; the caller closes
-    an instance that is not :attr:`store`.
+    an instance that is not :attr:`store`. ``observers`` holds the application's event
+    subscribers and middleware (:mod:`ratchet._observers`); ``trusted_callbacks`` the
+    callbacks it named by function (live, see :mod:`ratchet._engine.callbacks`).
     """
 
     store: JobStore
@@ -83,3 +86,5 @@ class NodeContext:
     wakeups: LocalWakeups
     recurring_definitions: Callable[[], Sequence[RecurringDefinition]]
     open_companion_store: Callable[[], JobStore]
+    observers: Observers
+    trusted_callbacks: Mapping[str, Callable[..., Any]]

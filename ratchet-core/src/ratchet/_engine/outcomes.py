@@ -22,6 +22,9 @@ delay, :class:`Fail`); the :class:`OutcomeRecorder` writes that decision, fenced
   the job is dead-lettered with what went wrong (``retry_job`` runs it again), or, when
   even that write fails, the error is logged: the claim stays RUNNING until orphan
   recovery or a drain releases it. Recording never raises.
+* **Lifecycle.** Once a write is recorded (or found stale) the
+  :class:`~ratchet._engine.lifecycle.Lifecycle` is told, after the commit: events and
+  the job's callbacks.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import TypeVar
 
 from ratchet._engine.completions import CompletionWriter, PendingSuccess
 from ratchet._engine.failure_text import describe_failure, summarize_failure
+from ratchet._engine.lifecycle import Lifecycle
 from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, Completion, JobStatus
@@ -83,10 +87,13 @@ class Retry:
 
 @dataclass(frozen=True, slots=True)
 class Fail:
-    """The attempt failed with ``cause``; move the job to the dead-letter queue."""
+    """The attempt failed with ``cause``; move the job to the dead-letter queue.
+    ``reason`` is ``"retries_exhausted"`` or ``"permanent_error"`` (see
+    :class:`ratchet.events.JobDeadLettered`)."""
 
     error: str
     cause: BaseException
+    reason: str = "retries_exhausted"
 
 
 Decision = Succeed | Retry | Fail
@@ -158,12 +165,17 @@ class OutcomeRecorder:
         keep_trying: Callable[[], bool] = lambda: False,
         on_stale: Callable[[ClaimedJob], None] | None = None,
         on_background_success: Callable[[ClaimedJob], None] | None = None,
+        lifecycle: Lifecycle | None = None,
     ) -> None:
         self.store = store
         self.keep_trying = keep_trying
         self.on_stale = on_stale
         self.on_background_success = on_background_success
+        self.lifecycle = lifecycle
         self.completions: CompletionWriter | None = None
+        # What the lifecycle needs of a success handed to the background writer, by
+        # claim, until it is recorded: (duration, result JSON).
+        self._queued: dict[tuple[str, int], tuple[float, str | None]] = {}
 
     # -- the lifecycle of background batches -----------------------------------------------
 
@@ -190,16 +202,19 @@ class OutcomeRecorder:
 
     # -- recording -------------------------------------------------------------------------
 
-    def record(self, job: ClaimedJob, decide: Callable[[], Decision]) -> Outcome:
-        """Write the decision ``decide()`` returns for this attempt of ``job``.
+    def record(
+        self, job: ClaimedJob, decide: Callable[[], Decision], duration: float = 0.0
+    ) -> Outcome:
+        """Write the decision ``decide()`` returns for this attempt of ``job``, whose body
+        ran ``duration`` seconds.
 
         ``decide`` is called here, inside the last line of defence, so a decision that
         cannot be made (a RetryPolicy or result encoder that raises) ends the job as a
         write that fails does. Never raises."""
         try:
-            return self._write(job, decide())
+            return self._write(job, decide(), duration)
         except BaseException as exc:
-            return self._dead_letter_unrecordable(job, exc)
+            return self._dead_letter_unrecordable(job, exc, duration)
 
     def record_start(self, job: ClaimedJob) -> bool:
         """Record that ``job`` starts (``mark_started``), retried like an outcome write;
@@ -217,9 +232,9 @@ class OutcomeRecorder:
             log.info("Job %s lost its claim %d before it started.", job.id, job.claim_seq)
         return recorded
 
-    def _write(self, job: ClaimedJob, decision: Decision) -> Outcome:
+    def _write(self, job: ClaimedJob, decision: Decision, duration: float) -> Outcome:
         if isinstance(decision, Succeed):
-            return self._write_success(job, decision)
+            return self._write_success(job, decision, duration)
         if isinstance(decision, Retry):
             recorded = self._persist(
                 job,
@@ -238,6 +253,7 @@ class OutcomeRecorder:
                 job.attempt,
                 type(decision.cause).__name__,
                 decision.delay_seconds,
+                extra=_fields(job, "job_retried", duration),
             )
             kind = "retried"
         else:
@@ -252,14 +268,29 @@ class OutcomeRecorder:
                 job.name,
                 job.attempt,
                 redact(summarize_failure(decision.cause, limit=500)),
+                extra=_fields(job, "job_dead_lettered", duration),
             )
             kind = "failed"
         if not recorded:
-            self._stale(job, succeeded=False, message=decision.error)
+            self._stale(job, succeeded=False, message=decision.error, outcome=kind)
             return Outcome(job.id, "stale", False)
+        if self.lifecycle is not None:
+            if isinstance(decision, Retry):
+                self.lifecycle.failed(
+                    job, duration, decision.cause, retry_delay=decision.delay_seconds
+                )
+            else:
+                self.lifecycle.failed(
+                    job,
+                    duration,
+                    decision.cause,
+                    retry_delay=None,
+                    reason=decision.reason,
+                    error_text=decision.error,
+                )
         return Outcome(job.id, kind, True)
 
-    def _write_success(self, job: ClaimedJob, decision: Succeed) -> Outcome:
+    def _write_success(self, job: ClaimedJob, decision: Succeed, duration: float) -> Outcome:
         if self.completions is not None:
             completion = Completion(
                 job_id=job.id,
@@ -267,6 +298,8 @@ class OutcomeRecorder:
                 result_json=decision.result_json,
                 result_type=decision.result_type,
             )
+            if self.lifecycle is not None:
+                self._queued[(job.id, job.claim_seq)] = (duration, decision.result_json)
             self.completions.submit(job, completion)
             return Outcome(job.id, "queued", False)
         recorded = self._persist(
@@ -282,6 +315,8 @@ class OutcomeRecorder:
         if not recorded:
             self._stale(job, succeeded=True, message=STALE_SUCCESS_MESSAGE)
             return Outcome(job.id, "stale", False)
+        if self.lifecycle is not None:
+            self.lifecycle.succeeded(job, duration, decision.result_json)
         return Outcome(job.id, "succeeded", True)
 
     def _persist(self, job: ClaimedJob, leaves: JobStatus, write: Callable[[], bool]) -> bool:
@@ -342,21 +377,27 @@ class OutcomeRecorder:
             return None  # unknown: the claim stays as it is until recovered
 
     def _background_success_recorded(self, job: ClaimedJob, recorded: bool | None) -> None:
+        queued = self._queued.pop((job.id, job.claim_seq), None)
         if recorded:
             if self.on_background_success is not None:
                 self.on_background_success(job)
+            if self.lifecycle is not None and queued is not None:
+                self.lifecycle.succeeded(job, *queued)
         elif recorded is False:
             self._stale(job, succeeded=True, message=STALE_SUCCESS_MESSAGE)
 
     # -- when the outcome cannot be recorded as decided --------------------------------------
 
-    def _stale(self, job: ClaimedJob, *, succeeded: bool, message: str) -> None:
+    def _stale(
+        self, job: ClaimedJob, *, succeeded: bool, message: str, outcome: str = "succeeded"
+    ) -> None:
         log.warning(
             "Job %s (%s): the claim %d is no longer current (the job was recovered or "
             "released), so this worker's outcome was not recorded.",
             job.id,
             job.name,
             job.claim_seq,
+            extra=_fields(job, "outcome_rejected"),
         )
         try:
             self.store.record_late_outcome(
@@ -366,8 +407,12 @@ class OutcomeRecorder:
             log.debug("Could not record the late outcome of job %s.", job.id, exc_info=True)
         if self.on_stale is not None:
             self.on_stale(job)
+        if self.lifecycle is not None:
+            self.lifecycle.rejected(job, outcome)
 
-    def _dead_letter_unrecordable(self, job: ClaimedJob, exc: BaseException) -> Outcome:
+    def _dead_letter_unrecordable(
+        self, job: ClaimedJob, exc: BaseException, duration: float = 0.0
+    ) -> Outcome:
         """Deciding or writing raised: dead-letter the job with what went wrong, directly
         (no retries: the store may be what failed), or log that even that failed."""
         failure = summarize_failure(exc, limit=500)
@@ -392,4 +437,30 @@ class OutcomeRecorder:
                 redact(summarize_failure(again, limit=500)),
             )
             return Outcome(job.id, "unrecorded", False)
+        if recorded and self.lifecycle is not None:
+            try:
+                self.lifecycle.failed(
+                    job,
+                    duration,
+                    exc,
+                    retry_delay=None,
+                    reason="recording_failed",
+                    error_text=f"{RECORDING_FAILED_MESSAGE}\n\n{error}",
+                )
+            except Exception:
+                log.exception("Reporting the dead letter of job %s failed.", job.id)
         return Outcome(job.id, "failed" if recorded else "stale", recorded)
+
+
+def _fields(job: ClaimedJob, event: str, duration: float | None = None) -> dict[str, object]:
+    """The structured ``extra`` of a log record about one attempt."""
+    fields: dict[str, object] = {
+        "event": event,
+        "job_id": job.id,
+        "job_name": job.name,
+        "attempt": job.attempt,
+        "claim_seq": job.claim_seq,
+    }
+    if duration is not None:
+        fields["duration_seconds"] = round(duration, 6)
+    return fields

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from ratchet._cron import CronSchedule, parse_misfire
+from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import NodeContext
 from ratchet._logs import get_logger
 from ratchet._redact import redact
@@ -31,8 +32,11 @@ FIRE_TIME_PARAM = "ratchet.fire_time"
 class RecurringScheduler:
     """One tick fires what is due and says how long to sleep until the next instant."""
 
-    def __init__(self, context: NodeContext, *, max_sleep: float) -> None:
+    def __init__(
+        self, context: NodeContext, *, max_sleep: float, lifecycle: Lifecycle | None = None
+    ) -> None:
         self.context = context
+        self.lifecycle = lifecycle
         self.store = context.store
         self.node_id = context.node_id
         self.max_sleep = max_sleep
@@ -150,18 +154,18 @@ class RecurringScheduler:
         after = self.store.last_recurring_fire(definition.id) or definition.created_at or now
         due = schedule.latest_fires(after, now, max(count, 2))
         if len(due) == 1:
-            self._fire(definition, due[0])
+            self._fire(definition, due[0], now)
         elif len(due) >= 2:  # missed instants: the misfire policy decides
             if kind == "skip":
                 self.store.skip_recurring_fire(definition.id, due[-1])
                 log.info("Recurring job %r missed %s; skipped.", definition.id, due[-1])
             elif kind == "fire_once":
-                self._fire(definition, due[-1])
+                self._fire(definition, due[-1], now)
             else:
-                self._fire(definition, due[-min(count, len(due))])
+                self._fire(definition, due[-min(count, len(due))], now)
         return schedule.next_after(now)
 
-    def _fire(self, definition: RecurringDefinition, fire_time: datetime) -> None:
+    def _fire(self, definition: RecurringDefinition, fire_time: datetime, now: datetime) -> None:
         job = NewJob(
             id=new_job_id(),
             name=definition.name,
@@ -181,5 +185,12 @@ class RecurringScheduler:
         )
         if self.store.enqueue_recurring_fire(job, fire_time=fire_time.astimezone(UTC)):
             self.fired += 1
-            log.debug("Recurring job %r fired for %s.", definition.id, fire_time)
+            log.debug(
+                "Recurring job %r fired for %s.",
+                definition.id,
+                fire_time,
+                extra={"event": "recurring_fired", "schedule_id": definition.id, "job_id": job.id},
+            )
+            if self.lifecycle is not None:
+                self.lifecycle.recurring_fired(job, fire_time=fire_time.astimezone(UTC), now=now)
             self.context.wakeups.wake()

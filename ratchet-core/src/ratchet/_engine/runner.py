@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +26,8 @@ from ratchet import _context
 from ratchet._codec import encode_result
 from ratchet._context import JobContext
 from ratchet._engine.failure_text import describe_failure
+from ratchet._engine.job_logs import JobLogWriter
+from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.outcomes import Fail, Outcome, OutcomeRecorder, Retry, Succeed
 from ratchet._engine.targets import resolve_untrusted_target
 from ratchet._engine.timeouts import await_with_timeout, call_with_timeout
@@ -33,6 +35,7 @@ from ratchet._failures import is_do_not_retry
 from ratchet._jobs import JobDefinition
 from ratchet._limits import MAX_DELAY_SECONDS
 from ratchet._logs import get_logger
+from ratchet._observers import Observers
 from ratchet._retry import backoff_seconds
 from ratchet._types import ClaimedJob
 from ratchet.errors import TargetNotAllowedError
@@ -90,14 +93,22 @@ class JobRunner:
         class_policy: ClassPolicy,
         retry_policy: RetryPolicy,
         max_result_bytes: int = 100 * 1024,
+        lifecycle: Lifecycle | None = None,
+        observers: Observers | None = None,
+        job_logs: JobLogWriter | None = None,
     ) -> None:
         """Decisions are written by ``recorder``. A result whose JSON exceeds
-        ``max_result_bytes`` is dropped (the job succeeds)."""
+        ``max_result_bytes`` is dropped (the job succeeds). ``lifecycle`` is told when
+        each attempt starts; ``observers`` holds the execution middleware; ``job_logs``
+        stores what each attempt logs and reports (``None``: the store keeps none)."""
         self.recorder = recorder
         self.registry = registry
         self.class_policy = class_policy
         self.retry_policy = retry_policy
         self.max_result_bytes = max_result_bytes
+        self.lifecycle = lifecycle
+        self.observers = observers
+        self.job_logs = job_logs
 
     # -- running -------------------------------------------------------------------------
 
@@ -114,8 +125,9 @@ class JobRunner:
     def run_sync(self, job: ClaimedJob, target: Resolved) -> Outcome:
         """Run a synchronous job in the calling thread (with a timeout, on a helper thread
         that the calling thread waits for: see :mod:`ratchet._engine.timeouts`)."""
+        started = self._started(job)
         if isinstance(target, Unresolvable):
-            return self.record_failure(job, target.error)
+            return self.record_failure(job, target.error, started)
         func = target.func
         try:
             args, kwargs = _decode(job)
@@ -129,28 +141,38 @@ class JobRunner:
             else:
                 result = self._call(self._context(job), func, args, kwargs)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt too: see the module
-            return self.record_failure(job, exc)
-        return self.record_success(job, result)
+            return self.record_failure(job, exc, started)
+        return self.record_success(job, result, started)
 
     async def run_async(self, job: ClaimedJob, target: Resolved) -> Outcome:
         """Run an ``async def`` job on the current event loop."""
+        started = self._started(job)
         if isinstance(target, Unresolvable):
-            return await asyncio.to_thread(self.record_failure, job, target.error)
+            return await asyncio.to_thread(self.record_failure, job, target.error, started)
         try:
             args, kwargs = _decode(job)
             result = await self._call_async(job, target.func, args, kwargs)
         except asyncio.CancelledError as exc:
-            await asyncio.to_thread(self.record_failure, job, exc)
+            await asyncio.to_thread(self.record_failure, job, exc, started)
             raise
         except BaseException as exc:  # caught here, before asyncio would stop the loop
-            return await asyncio.to_thread(self.record_failure, job, exc)
-        return await asyncio.to_thread(self.record_success, job, result)
+            return await asyncio.to_thread(self.record_failure, job, exc, started)
+        return await asyncio.to_thread(self.record_success, job, result, started)
 
-    @staticmethod
-    def _context(job: ClaimedJob) -> _context.JobContext:
-        logger = logging.LoggerAdapter(
+    def _started(self, job: ClaimedJob) -> float:
+        """The attempt begins: tell the lifecycle; returns the monotonic start time."""
+        if self.lifecycle is not None:
+            self.lifecycle.started(job)
+        return time.monotonic()
+
+    def _context(self, job: ClaimedJob, *, on_event_loop: bool = False) -> _context.JobContext:
+        # The attempt's stored log, written off the event loop for an async job.
+        writer = self.job_logs
+        stored = None if writer is None else writer.open(job, on_event_loop=on_event_loop)
+        logger = _context.JobLogger(
             get_logger(f"ratchet.job.{job.name}"),
             {"job_id": job.id, "attempt": job.attempt},
+            stored=stored,
         )
         return _context.JobContext(
             id=job.id,
@@ -159,10 +181,11 @@ class JobRunner:
             claim_seq=job.claim_seq,
             params=dict(job.params),
             logger=logger,
+            _log=stored,
         )
 
-    @staticmethod
     def _call(
+        self,
         context: JobContext,
         func: Callable[..., Any],
         args: list[Any],
@@ -170,6 +193,10 @@ class JobRunner:
     ) -> Any:
         token = _context._set(context)
         try:
+            observers = self.observers
+            if observers is not None and observers.execution_middleware:
+                with observers.around_execution(context):
+                    return func(*args, **kwargs)
             return func(*args, **kwargs)
         finally:
             _context._reset(token)
@@ -177,26 +204,48 @@ class JobRunner:
     async def _call_async(
         self, job: ClaimedJob, func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
     ) -> Any:
-        token = _context._set(self._context(job))
+        context = self._context(job, on_event_loop=True)
+        token = _context._set(context)
         try:
-            call = func(*args, **kwargs)
-            if job.timeout_seconds:
-                return await await_with_timeout(job, call)
-            return await call
+            observers = self.observers
+            if observers is not None and observers.execution_middleware:
+                with observers.around_execution(context):
+                    return await self._awaited(job, func(*args, **kwargs))
+            return await self._awaited(job, func(*args, **kwargs))
         finally:
             _context._reset(token)
 
+    @staticmethod
+    async def _awaited(job: ClaimedJob, call: Any) -> Any:
+        if job.timeout_seconds:
+            return await await_with_timeout(job, call)
+        return await call
+
     # -- outcomes ------------------------------------------------------------------------
 
-    def record_success(self, job: ClaimedJob, result: Any) -> Outcome:
+    def record_success(self, job: ClaimedJob, result: Any, started: float | None = None) -> Outcome:
         """Record this attempt's success with ``result`` (dropped when it cannot be
-        stored). Never raises (see :meth:`OutcomeRecorder.record`)."""
-        return self.recorder.record(job, lambda: self.success_decision(job, result))
+        stored); ``started`` is the attempt's monotonic start. Never raises (see
+        :meth:`OutcomeRecorder.record`)."""
+        duration = 0.0 if started is None else time.monotonic() - started
+        self._job_logs_written(job)
+        return self.recorder.record(job, lambda: self.success_decision(job, result), duration)
 
-    def record_failure(self, job: ClaimedJob, exc: BaseException) -> Outcome:
+    def record_failure(
+        self, job: ClaimedJob, exc: BaseException, started: float | None = None
+    ) -> Outcome:
         """Record ``exc`` as the failure of this attempt (retry or dead-letter queue).
         Never raises (see :meth:`OutcomeRecorder.record`)."""
-        return self.recorder.record(job, lambda: self.failure_decision(job, exc))
+        duration = 0.0 if started is None else time.monotonic() - started
+        self._job_logs_written(job)
+        return self.recorder.record(job, lambda: self.failure_decision(job, exc), duration)
+
+    def _job_logs_written(self, job: ClaimedJob) -> None:
+        """An ``async`` attempt's last lines and progress are written off its event loop:
+        wait for them here (a worker thread), before the outcome ends the claim that
+        fences its progress."""
+        if self.job_logs is not None:
+            self.job_logs.wait_written(job)
 
     def success_decision(self, job: ClaimedJob, result: Any) -> Succeed:
         """Succeed with ``result`` encoded (``None`` when it cannot be stored)."""
@@ -209,7 +258,12 @@ class JobRunner:
         kind, delay = self.decide(job, exc)
         if kind == "retried":
             return Retry(delay, error, exc)
-        return Fail(error, exc)
+        permanent = (
+            is_do_not_retry(exc)
+            or isinstance(exc, TargetNotAllowedError | _UndecodableArguments)
+            or job.attempt <= job.max_retries  # the RetryPolicy refused a retry
+        )
+        return Fail(error, exc, "permanent_error" if permanent else "retries_exhausted")
 
     def decide(self, job: ClaimedJob, exc: BaseException) -> tuple[str, float]:
         """``("failed", 0)`` for the dead-letter queue, else ``("retried", delay seconds)``.

@@ -24,13 +24,12 @@ as a success.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ratchet._context import JobContext
-from ratchet._logs import get_logger
+from ratchet._logs import engine_thread, get_logger
 from ratchet._types import ClaimedJob
 
 __all__ = ["await_with_timeout", "call_with_timeout"]
@@ -56,7 +55,7 @@ def call_with_timeout(job: ClaimedJob, context: JobContext, call: Callable[[], A
             box["error"] = exc
 
     started = time.monotonic()
-    thread = threading.Thread(target=target, name=f"ratchet-job-{job.id}", daemon=True)
+    thread = engine_thread(target, f"ratchet-job-{job.id}")
     thread.start()
     thread.join(timeout)
     if thread.is_alive():

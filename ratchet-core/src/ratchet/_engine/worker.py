@@ -22,8 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ratchet._config import check_option
+from ratchet._engine.callbacks import Callbacks
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.heartbeat import Heartbeat
+from ratchet._engine.job_logs import open_writer
+from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.maintenance import Maintenance
 from ratchet._engine.node import NodeContext
 from ratchet._engine.node_guard import RegistrationWatch, refuse_live_duplicate
@@ -33,7 +36,7 @@ from ratchet._engine.prefetch import ReadyQueue
 from ratchet._engine.recurring import RecurringScheduler
 from ratchet._engine.runner import JobRunner
 from ratchet._engine.threads import crash_error, guarded
-from ratchet._logs import get_logger
+from ratchet._logs import engine_thread, get_logger, log_fields
 from ratchet._messages import DRAIN_RELEASED_MESSAGE
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, NodeInfo, OrphanRecovery
@@ -62,6 +65,11 @@ class Worker:
     """Claims and runs jobs for one node of an application (``app.worker()`` makes one)."""
 
     def __init__(self, context: NodeContext, *, concurrency: int | None = None) -> None:
+        # The threads started here and in start() log which node they serve (node_id).
+        with log_fields(node_id=context.node_id):
+            self._assemble(context, concurrency)
+
+    def _assemble(self, context: NodeContext, concurrency: int | None) -> None:
         options = context.options
         self.context = context
         self.store = context.store
@@ -73,6 +81,13 @@ class Worker:
             source="Worker concurrency",
         )
         self.stats = WorkerStats()
+        self.callbacks = Callbacks(
+            trusted=context.trusted_callbacks,
+            policy=context.class_policy,
+            events=context.observers.events,
+            node_id=context.node_id,
+        )
+        self.lifecycle = Lifecycle(context.observers, context.node_id, self.callbacks)
         self.polling = AdaptivePolling(
             burst=options.poll_burst_seconds, idle_max=options.poll_idle_max_seconds
         )
@@ -89,6 +104,7 @@ class Worker:
             keep_trying=self.heartbeat.holds_claims,
             on_stale=self._count_stale,
             on_background_success=self._count_background_success,
+            lifecycle=self.lifecycle,
         )
         self.runner = JobRunner(
             recorder=self.recorder,
@@ -96,6 +112,15 @@ class Worker:
             class_policy=context.class_policy,
             retry_policy=context.retry_policy,
             max_result_bytes=options.max_result_bytes,
+            lifecycle=self.lifecycle,
+            observers=context.observers,
+            job_logs=open_writer(
+                context.store,
+                enabled=options.job_logs_enabled,
+                clock=context.observers.clock,
+                keep_per_attempt=options.job_log_max_lines,
+                max_line_chars=options.job_log_max_line_chars,
+            ),
         )
         self.ready = ReadyQueue(
             concurrency=self.concurrency,
@@ -110,8 +135,12 @@ class Worker:
         )
         self._wake = threading.Event()
         self._recurring_wake = threading.Event()
-        self.maintenance = Maintenance(context, on_store_error=self._store_error)
-        self.recurring = RecurringScheduler(context, max_sleep=options.recurring_poll_max_seconds)
+        self.maintenance = Maintenance(
+            context, on_store_error=self._store_error, lifecycle=self.lifecycle
+        )
+        self.recurring = RecurringScheduler(
+            context, max_sleep=options.recurring_poll_max_seconds, lifecycle=self.lifecycle
+        )
         self._claiming = threading.Event()
         self._stop_timers = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -130,6 +159,7 @@ class Worker:
         # Called with each outcome a job thread recorded (not the background successes).
         self.on_outcome: Callable[[Outcome], None] | None = None
         self._error_streak = 0
+        self._error_streak_began = 0.0
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -139,6 +169,10 @@ class Worker:
         Raises DuplicateNodeError, before touching anything, when another live process
         heartbeats this node id (see :mod:`ratchet._engine.node_guard`).
         """
+        with log_fields(node_id=self.node_id):
+            return self._start(poll)
+
+    def _start(self, poll: bool) -> Worker:
         if self._started:
             return self
         refuse_live_duplicate(self.store, self.node_id, self.options)
@@ -173,12 +207,14 @@ class Worker:
             self.node_id,
             self.store.describe(),
             self.concurrency,
+            extra={"event": "node_started", "node_id": self.node_id},
         )
+        self.lifecycle.node_started(self.store.describe(), self.concurrency)
         return self
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         run = guarded(name, target, self._thread_died)
-        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread = engine_thread(run, name)
         thread.start()
         self._threads.append(thread)
 
@@ -188,7 +224,7 @@ class Worker:
         self._claiming.clear()
         self.crash = crash_error(self.node_id, name, exc)
         if not self._stopped:
-            threading.Thread(target=self.stop, name="ratchet-crash-drain", daemon=True).start()
+            engine_thread(self.stop, "ratchet-crash-drain").start()
 
     def raise_if_crashed(self) -> None:
         """Raise WorkerCrashedError when a background thread of this worker died."""
@@ -200,6 +236,10 @@ class Worker:
         while another drain runs (for example the one a crashed thread began) waits for it."""
         if not self._started:
             return
+        with log_fields(node_id=self.node_id):
+            self._stop(timeout)
+
+    def _stop(self, timeout: float | None) -> None:
         with self._stop_lock:
             draining_elsewhere, self._stopped = self._stopped, True
         if draining_elsewhere:
@@ -246,10 +286,16 @@ class Worker:
             log.debug("Could not deregister node %s: %s", self.node_id, redact(str(exc)))
         self.context.wakeups.detach(self)  # 7. release resources
         self.recorder.close(timeout=1.0)
+        self.callbacks.close(timeout=max(deadline - time.monotonic(), 1.0))
         self.executor.shutdown()
         if self.heartbeat.store is not self.store:
             self.heartbeat.store.close()
-        log.info("Ratchet worker %s stopped.", self.node_id)
+        log.info(
+            "Ratchet worker %s stopped.",
+            self.node_id,
+            extra={"event": "node_stopped", "node_id": self.node_id},
+        )
+        self.lifecycle.node_stopped(self.stats.released_at_shutdown, self.crash is not None)
 
     def stop_waiting(self) -> None:
         """Cut a drain short (the second SIGINT/SIGTERM): :meth:`stop` no longer waits for
@@ -316,6 +362,7 @@ class Worker:
         )
         self._last_poll_full = len(jobs) >= limit
         self.stats.claimed += len(jobs)
+        self.lifecycle.claimed(jobs)
         self.ready.push(jobs)
         self._start_ready()
         return jobs
@@ -454,6 +501,9 @@ class Worker:
         self.stats.store_errors += 1
         self._error_streak += 1
         message = redact(f"{type(exc).__name__}: {exc}")
+        if self._error_streak == 1:
+            self._error_streak_began = time.monotonic()
+            self.lifecycle.store_unavailable(action, message)
         # One line per streak (then every 20th), never a stack trace storm.
         if self._error_streak == 1 or self._error_streak % 20 == 0:
             log.warning(
@@ -462,10 +512,18 @@ class Worker:
                 message,
                 delay,
                 self._error_streak,
+                extra={"event": "store_unavailable", "node_id": self.node_id},
             )
         log.debug("Store failure detail", exc_info=exc)
 
     def _recovered_from_error(self) -> None:
         if self._error_streak:
-            log.info("The store is reachable again after %d failure(s).", self._error_streak)
+            log.info(
+                "The store is reachable again after %d failure(s).",
+                self._error_streak,
+                extra={"event": "store_recovered", "node_id": self.node_id},
+            )
+            self.lifecycle.store_recovered(
+                self._error_streak, time.monotonic() - self._error_streak_began
+            )
             self._error_streak = 0

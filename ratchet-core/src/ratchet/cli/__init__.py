@@ -3,12 +3,18 @@
 Every command that touches a store takes ``--store URL`` (default: ``RATCHET_STORE_URL``,
 then ``sqlite:///ratchet.db``) or ``--app module:attribute`` to use an application's store.
 Errors print one line naming the problem and the fix, and exit with status 2.
+
+Log records go to stderr as text or, with ``--log-format json`` (``RATCHET_LOG_FORMAT``),
+one JSON object per line; ``--log-level LEVEL`` (``RATCHET_LOG_LEVEL``, ``-v`` for DEBUG)
+chooses how much. In JSON mode the errors are log records too, so that every line on
+stderr is JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -21,6 +27,34 @@ __all__ = ["build_parser", "main"]
 def _store_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", metavar="URL", help="store URL (default: RATCHET_STORE_URL)")
     parser.add_argument("--app", metavar="MODULE:ATTR", help="use this application's store")
+
+
+def _logging_options(parser: argparse.ArgumentParser, *, default: object) -> None:
+    from ratchet.cli._arguments import log_format, log_level
+
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        dest="log_level",
+        action="store_const",
+        const="DEBUG",
+        default=default,
+        help="log at DEBUG level (the same as --log-level DEBUG)",
+    )
+    parser.add_argument(
+        "--log-format",
+        type=log_format,
+        default=default,
+        metavar="text|json",
+        help="text lines, or one JSON object per line (default: RATCHET_LOG_FORMAT, then text)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=log_level,
+        default=default,
+        metavar="LEVEL",
+        help="DEBUG, INFO, WARNING, ERROR or CRITICAL (default: RATCHET_LOG_LEVEL, then INFO)",
+    )
 
 
 MAX_LIST = 100_000
@@ -37,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ratchet", description="Ratchet: a persistent, clustered job scheduler."
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    _logging_options(parser, default=None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     worker = commands.add_parser("worker", help="run a worker for APP until SIGINT/SIGTERM")
@@ -58,6 +92,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="set RATCHET_NODE_ID for APP; a stable id lets a restart take its claims back",
     )
+    worker.add_argument(
+        "--metrics-port",
+        type=whole_number_in(0, 65535, example=9464),
+        metavar="N",
+        help="serve /metrics, /healthz and /readyz on port N, 0 for any free port "
+        "(default: RATCHET_METRICS_PORT; needs ratchet-core[prometheus])",
+    )
+    worker.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        help="address the metrics port binds (default: RATCHET_METRICS_HOST, then 127.0.0.1)",
+    )
+    # Also after APP, where a worker's options go. SUPPRESS: unless given here, the values
+    # before the command (or None) stay, instead of this parser's defaults replacing them.
+    _logging_options(worker, default=argparse.SUPPRESS)
     worker.set_defaults(handler=c.cmd_worker)
 
     enqueue = commands.add_parser("enqueue", help="enqueue a registered job of APP")
@@ -77,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--tag", action="append", default=[])
     enqueue.set_defaults(handler=c.cmd_enqueue)
 
-    jobs = commands.add_parser("jobs", help="list, show, retry or cancel jobs")
+    jobs = commands.add_parser("jobs", help="list, show, retry or cancel jobs; read their logs")
     jobs_sub = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
     jobs_list = jobs_sub.add_parser("list", help="list jobs, newest first")
     _store_options(jobs_list)
@@ -87,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs_list.set_defaults(handler=c.cmd_jobs_list)
     for name, handler, text in (
         ("show", c.cmd_jobs_show, "show one job and its attempts"),
+        ("logs", c.cmd_jobs_logs, "show what one job logged, by attempt, and its progress"),
         ("retry", c.cmd_jobs_retry, "FAILED → PENDING with attempts reset"),
         ("cancel", c.cmd_jobs_cancel, "PENDING → CANCELED"),
     ):
@@ -146,6 +196,30 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("url", metavar="URL")
     apply.set_defaults(handler=c.cmd_schema_apply)
 
+    metrics = commands.add_parser("metrics", help="Prometheus series of a store's cluster")
+    metrics_sub = metrics.add_subparsers(dest="action", required=True, metavar="ACTION")
+    serve = metrics_sub.add_parser(
+        "serve", help="serve the cluster series at /metrics (run one per cluster)"
+    )
+    _store_options(serve)
+    serve.add_argument(
+        "--port",
+        type=whole_number_in(0, 65535, example=9464),
+        metavar="N",
+        help="default: RATCHET_METRICS_PORT, then 9464",
+    )
+    serve.add_argument(
+        "--host", metavar="HOST", help="default: RATCHET_METRICS_HOST, then 127.0.0.1"
+    )
+    serve.add_argument(
+        "--grace",
+        type=number_in(0.01, 86400, example=60),
+        metavar="SECONDS",
+        help="heartbeat age past which a node counts as stale "
+        "(default: RATCHET_NODE_ORPHAN_GRACE_SECONDS, then 60)",
+    )
+    serve.set_defaults(handler=_metrics_serve)
+
     demo = commands.add_parser("demo", help="run a short demonstration on the embedded store")
     demo.add_argument("--store", metavar="URL", help="default: a fresh SQLite file")
     demo.set_defaults(handler=c.cmd_demo)
@@ -153,25 +227,78 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _metrics_serve(args: argparse.Namespace) -> int:
+    from ratchet.cli._commands import open_store
+    from ratchet.cli._metrics import cmd_metrics_serve
+
+    return cmd_metrics_serve(args, open_store)
+
+
+def configure_cli_logging(args: argparse.Namespace) -> tuple[str, logging.Handler]:
+    """Install the log handler ``args`` and the environment ask for; return the format
+    and the handler.
+
+    ``--log-format``/``--log-level`` (or ``-v``) win over ``RATCHET_LOG_FORMAT`` and
+    ``RATCHET_LOG_LEVEL``, which win over text at INFO. Raises ConfigurationError naming
+    the variable whose value is unknown.
+    """
+    from ratchet._log_format import check_log_format, check_log_level, configure_logging
+
+    log_format: str = args.log_format or check_log_format(
+        os.environ.get("RATCHET_LOG_FORMAT") or "text", source="RATCHET_LOG_FORMAT"
+    )
+    level: str | int = args.log_level or check_log_level(
+        os.environ.get("RATCHET_LOG_LEVEL") or "INFO", source="RATCHET_LOG_LEVEL"
+    )
+    return log_format, configure_logging(log_format, level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` (default: ``sys.argv[1:]``); return its exit status.
+
+    The log handler it installs is removed again on return, and the root logger's level
+    restored, so calling it from a program or a test leaves logging as it was.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
     from ratchet.cli._output import echo  # loaded with the commands by build_parser
 
+    root = logging.root
+    level_before = root.level
+    try:
+        log_format, handler = configure_cli_logging(args)
+    except RatchetError as exc:
+        echo(f"ratchet: error: {exc}", err=True)
+        return 2
+    try:
+        return _run(args, json_errors=log_format == "json")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level_before)
+
+
+def _run(args: argparse.Namespace, *, json_errors: bool) -> int:
+    from ratchet._logs import get_logger
+    from ratchet.cli._output import echo
+
+    # With JSON logs an error is a log record, so that every line on stderr is JSON; the
+    # logger masks and escapes it as echo() does.
+    log = get_logger("ratchet.cli") if json_errors else None
     try:
         code: int = args.handler(args)
     except (RatchetError, ValueError, TypeError) as exc:
-        echo(f"ratchet: error: {exc}", err=True)  # masked and escaped, like all output
+        if log is not None:
+            log.error("ratchet: error: %s", exc)
+        else:
+            echo(f"ratchet: error: {exc}", err=True)  # masked and escaped, like all output
         return 2
     except KeyboardInterrupt:
         return 130
     except Exception:  # a bug: the traceback helps, but not with a password in it
-        echo(traceback.format_exc().rstrip(), err=True)
+        if log is not None:
+            log.exception("ratchet: unexpected error")
+        else:
+            echo(traceback.format_exc().rstrip(), err=True)
         return 1
     return code
 

@@ -1,4 +1,5 @@
-"""argparse types for the CLI's numeric options: a range, and a clear message outside it.
+"""argparse types for the CLI's checked options: a range for numbers, a choice for the log
+settings, and a clear message outside them.
 
 argparse reports an ArgumentTypeError as ``ratchet …: error: argument --delay: …`` and
 exits with status 2, before any store is opened.
@@ -11,8 +12,10 @@ import math
 from collections.abc import Callable
 
 from ratchet._limits import echo
+from ratchet._log_format import check_log_format, check_log_level
+from ratchet.errors import ConfigurationError
 
-__all__ = ["number_in", "whole_number_in"]
+__all__ = ["log_format", "log_level", "number_in", "whole_number_in"]
 
 
 def _shown(number: float) -> str:
@@ -53,3 +56,19 @@ def number_in(minimum: float, maximum: float, *, example: float) -> Callable[[st
         return value
 
     return parse
+
+
+def log_format(text: str) -> str:
+    """``--log-format``: ``text`` or ``json``."""
+    try:
+        return check_log_format(text)
+    except ConfigurationError as exc:  # argparse shows only an ArgumentTypeError's text
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def log_level(text: str) -> int:
+    """``--log-level``: a level name (any case) or its number."""
+    try:
+        return check_log_level(text)
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc

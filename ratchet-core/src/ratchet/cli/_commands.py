@@ -9,16 +9,20 @@ import os
 import sys
 from typing import Any
 
-from ratchet._app import DEFAULT_STORE_URL, Ratchet
+from ratchet._app import DEFAULT_STORE_URL, Ratchet, job_log_store
 from ratchet._config import RatchetOptions
 from ratchet._imports import resolve_reference
+from ratchet._job_logs import JobLogs
 from ratchet._jobs import normalize_tag
+from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import JobPriority, JobStatus
 from ratchet.cli import _output
 from ratchet.errors import JobNotFoundError, RatchetError, UnknownJobError
 from ratchet.plugins import PluginRegistry, store_scheme
 from ratchet.spi import DefaultNodeIdentityProvider, JobStore, SupportsSchema
+
+log = get_logger("ratchet.cli")
 
 
 def load_app(reference: str, *, store_url: str | None = None) -> Ratchet:
@@ -111,12 +115,24 @@ def refuse_in_memory(store: JobStore, command: str) -> None:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     app = _load_worker_app(args)
-    _output.echo(
-        f"ratchet worker {app.node_id} on {app.store.describe()}; "
-        f"{len(app.registry)} registered job(s). Ctrl-C drains and stops.",
-        err=True,
+    # A log record, not echo(): with --log-format json every line on stderr is JSON.
+    log.info(
+        "ratchet worker %s on %s; %d registered job(s). Ctrl-C drains and stops.",
+        app.node_id,
+        app.store.describe(),
+        len(app.registry),
+        extra={"node_id": app.node_id},
     )
-    app.run_worker(concurrency=args.concurrency, progress_seconds=10.0)
+    from ratchet.cli._metrics import worker_endpoints
+
+    endpoints = worker_endpoints(args, app)  # serving before the worker starts
+    if endpoints is None:
+        app.run_worker(concurrency=args.concurrency, progress_seconds=10.0)
+        return 0
+    with endpoints:
+        app.run_worker(
+            concurrency=args.concurrency, progress_seconds=10.0, on_start=endpoints.watch
+        )
     return 0
 
 
@@ -214,6 +230,18 @@ def cmd_jobs_show(args: argparse.Namespace) -> int:
     if job is None:
         raise JobNotFoundError(f"No job has id {args.job_id!r}; list ids with 'ratchet jobs list'.")
     _output.echo(_output.job_details(job, store.list_executions(job.id)))
+    return 0
+
+
+def cmd_jobs_logs(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    logs = job_log_store(store)
+    job = store.get_job(args.job_id)
+    stored = JobLogs.from_lines(args.job_id, logs.list_job_logs(args.job_id))
+    progress = logs.get_job_progress(args.job_id)
+    if job is None and not stored.attempts and progress is None:
+        raise JobNotFoundError(f"No job has id {args.job_id!r}; list ids with 'ratchet jobs list'.")
+    _output.echo(_output.job_logs_report(job, stored, progress))
     return 0
 
 

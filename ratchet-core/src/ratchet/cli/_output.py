@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ratchet._cron import CronSchedule
+from ratchet._job_logs import JobLogs, JobProgress
 from ratchet._printable import printable
 from ratchet._redact import redact
 from ratchet._types import (
@@ -205,3 +206,33 @@ def plugins_report(registry: PluginRegistry, store_url: str, coordinator_line: s
         lines.append(f"Active store: {exc}")
     lines.append(coordinator_line)
     return "\n".join(lines)
+
+
+def job_logs_report(job: Job | None, logs: JobLogs, progress: JobProgress | None) -> str:
+    """``ratchet jobs logs ID``: the job's state and last progress, then its stored lines
+    attempt by attempt, each attempt saying how many of its lines were dropped."""
+    lines = [f"Job {logs.job_id}" + ("" if job is None else f" ({job.name}): {job.status}")]
+    if progress is not None:
+        lines.append(f"progress: {_progress_text(progress)}")
+    if not logs.attempts:
+        lines.append("No log lines are stored for this job.")
+    for attempt in logs.attempts:
+        lines += ["", f"attempt {attempt.attempt} (claim {attempt.claim_seq}):"]
+        if attempt.dropped:
+            lines.append(f"  ({attempt.dropped} earlier line(s) of this attempt were dropped)")
+        for line in attempt.lines:
+            stamp = line.logged_at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+            text = shown(line.message.rstrip(), multiline=True).replace("\n", "\n    ")
+            lines.append(f"  {stamp} {line.level:<7} {text}")
+    return "\n".join(lines)
+
+
+def _progress_text(progress: JobProgress) -> str:
+    text = f"{progress.done:g}"
+    if progress.total is not None:
+        text += f" of {progress.total:g}"
+    if progress.fraction is not None:
+        text += f" ({progress.fraction:.0%})"
+    if progress.note:
+        text += f' "{shown(progress.note)}"'
+    return f"{text}, attempt {progress.attempt}, at {when(progress.updated_at)}"

@@ -25,7 +25,13 @@ from __future__ import annotations
 
 from ratchet.plugins._hookspecs import hookimpl, hookspec
 from ratchet.plugins._records import CoordinatorPlugin, JobStorePlugin
-from ratchet.plugins._registry import LoadedPlugin, PluginRegistry, store_scheme
+from ratchet.plugins._registry import (
+    LoadedPlugin,
+    PluginRegistry,
+    register_process_plugin,
+    store_scheme,
+    unregister_process_plugin,
+)
 
 __all__ = [
     "CoordinatorPlugin",
@@ -34,5 +40,7 @@ __all__ = [
     "PluginRegistry",
     "hookimpl",
     "hookspec",
+    "register_process_plugin",
     "store_scheme",
+    "unregister_process_plugin",
 ]

@@ -33,7 +33,13 @@ from ratchet.errors import (
 from ratchet.plugins import _hookspecs
 from ratchet.plugins._records import CoordinatorPlugin, JobStorePlugin
 
-__all__ = ["LoadedPlugin", "PluginRegistry", "store_scheme"]
+__all__ = [
+    "LoadedPlugin",
+    "PluginRegistry",
+    "register_process_plugin",
+    "store_scheme",
+    "unregister_process_plugin",
+]
 
 log = get_logger("ratchet.plugins")
 
@@ -64,6 +70,25 @@ _SCHEME_ALIASES = {
     "sqlite3": "sqlite",
     "mem": "memory",
 }
+
+
+# Plugins registered for the whole process (an OpenTelemetry instrumentor, a test kit):
+# every registry loaded afterwards registers them after its entry points.
+_PROCESS_PLUGINS: dict[str, object] = {}
+
+
+def register_process_plugin(plugin: object, name: str) -> None:
+    """Register ``plugin`` (hook implementations, as an entry point's module) with every
+    :class:`PluginRegistry` loaded from now on in this process, so every application
+    created afterwards sees it (an instrumentor enabled at start-up, before the
+    application is imported). Registering a name again replaces it."""
+    _PROCESS_PLUGINS[name] = plugin
+
+
+def unregister_process_plugin(name: str) -> None:
+    """Stop registering the process plugin ``name`` with new registries (existing
+    applications keep it)."""
+    _PROCESS_PLUGINS.pop(name, None)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -175,6 +200,10 @@ class PluginRegistry:
                 )
                 continue
             registry.distributions[ep.name] = dist
+        for name, plugin in list(_PROCESS_PLUGINS.items()):
+            if registry.manager.get_plugin(name) is None and not registry.manager.is_blocked(name):
+                registry.register(plugin, name=name)
+                registry.distributions[name] = "(registered for the process)"
         return registry
 
     def register(self, plugin: object, name: str | None = None) -> str | None:

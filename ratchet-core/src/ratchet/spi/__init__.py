@@ -28,6 +28,7 @@ stable as the contracts themselves:
 from __future__ import annotations
 
 from ratchet._imports import resolve_reference
+from ratchet._job_logs import JobLogLine, JobProgress
 from ratchet._logs import get_logger
 from ratchet._messages import (
     CRASH_LIMIT_MESSAGE,
@@ -66,6 +67,8 @@ from ratchet.spi._broadcast import (
 from ratchet.spi._capabilities import (
     SupportsBatchCompletion,
     SupportsEnqueueHints,
+    SupportsJobLogs,
+    SupportsPendingAges,
     SupportsSchema,
     SupportsTestReset,
     SupportsTransactionalEnqueue,
@@ -123,7 +126,9 @@ __all__ = [
     "ExecutionLog",
     "ExecutionStatus",
     "Job",
+    "JobLogLine",
     "JobPriority",
+    "JobProgress",
     "JobQueue",
     "JobStatus",
     "JobStore",
@@ -145,6 +150,8 @@ __all__ = [
     "StoreStartupCoordinator",
     "SupportsBatchCompletion",
     "SupportsEnqueueHints",
+    "SupportsJobLogs",
+    "SupportsPendingAges",
     "SupportsSchema",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ratchet._job_logs import JobLogLine, JobProgress
 from ratchet._types import Completion, NewJob
 
 __all__ = [
     "SupportsBatchCompletion",
     "SupportsEnqueueHints",
+    "SupportsJobLogs",
+    "SupportsPendingAges",
     "SupportsSchema",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",
@@ -101,4 +104,87 @@ class SupportsEnqueueHints(Protocol):
         """From now on every enqueue (one, many, transactional, recurring fire) also
         notifies ``channel`` with ``envelope(priority)``, ``priority`` being the highest
         of the jobs inserted, in the same transaction."""
+        ...
+
+
+@runtime_checkable
+class SupportsJobLogs(Protocol):
+    """A store that keeps what jobs report while they run: log lines and progress.
+
+    Lines are what a job wrote through ``current_job().logger``, already redacted, sent
+    by the engine in batches (never one round trip per line). They are *tagged* with the
+    claim that wrote them, not fenced: a stale worker's lines are a true record of what it
+    did and are kept apart under its own ``claim_seq``. Progress is *fenced*: only the
+    current claim of a RUNNING job may report it. Every time is on the database clock:
+    ``logged_at`` is computed by the engine from a database time (the store keeps it as
+    given); ``updated_at`` and every age cut-off are the store's database-now.
+    """
+
+    def append_job_logs(self, lines: Sequence[JobLogLine], *, keep_per_attempt: int) -> None:
+        """Store ``lines`` (of one or more attempts) and bound each attempt they touch.
+
+        Must store every line as given (``logged_at`` included), each exactly once: a
+        line whose ``(job_id, claim_seq, seq)`` is already stored is not stored again, so a
+        batch resent after an error or a lost answer duplicates nothing. Afterwards each
+        ``(job_id, claim_seq)`` of the batch keeps at most ``keep_per_attempt`` lines: the
+        ones with the highest ``seq``; every line with ``seq <=`` (that attempt's highest
+        stored ``seq``) ``- keep_per_attempt`` is deleted. Other attempts, of this job or
+        others, are never touched. Lines are not checked against the job row (the job may
+        have moved on or been archived). An empty sequence touches nothing;
+        ``keep_per_attempt < 1`` raises ``ValueError``.
+        """
+        ...
+
+    def list_job_logs(self, job_id: str) -> list[JobLogLine]:
+        """Every stored line of ``job_id``, ordered by ``claim_seq`` then ``seq``;
+        ``[]`` for an unknown job."""
+        ...
+
+    def set_job_progress(
+        self,
+        job_id: str,
+        claim_seq: int,
+        *,
+        attempt: int,
+        done: float,
+        total: float | None,
+        note: str | None,
+    ) -> bool:
+        """Replace the job's progress with these values, ``updated_at`` = database-now.
+
+        Fenced: returns ``False`` and changes nothing unless the job is RUNNING with
+        exactly this ``claim_seq``; a write also never replaces progress reported under a
+        higher ``claim_seq`` (a stale claim racing its successor never wins). Returns
+        ``True`` when stored.
+        """
+        ...
+
+    def get_job_progress(self, job_id: str) -> JobProgress | None:
+        """The last progress stored for ``job_id``, or ``None``."""
+        ...
+
+    def purge_job_logs(self, *, older_than_seconds: float, batch_size: int) -> int:
+        """Delete at most ``batch_size`` records in all: log lines whose ``logged_at``,
+        then progress records whose ``updated_at``, is before database-now minus
+        ``older_than_seconds``; returns how many were deleted. Newer lines and progress
+        are never deleted. ``batch_size <= 0`` deletes nothing."""
+        ...
+
+
+@runtime_checkable
+class SupportsPendingAges(Protocol):
+    """A store that can say how long the queue has kept work waiting, per priority
+    (``ratchet_oldest_pending_age_seconds`` and the dashboard read it)."""
+
+    def oldest_pending_ages(self) -> dict[int, float]:
+        """For each priority that has at least one due PENDING job (``scheduled_at`` at or
+        before database-now), the seconds since the longest-waiting of them became due:
+        database-now minus the smallest ``scheduled_at`` among them, ``>= 0``.
+
+        Priorities without a due PENDING job are absent (``{}`` for an idle queue): a job
+        scheduled in the future does not wait yet, and RUNNING, finished and archived
+        jobs never count. Every age of one answer is measured against the same
+        database-now, in one read that must not scan the whole backlog (the claim's index
+        serves it). Read-only.
+        """
         ...

@@ -27,6 +27,12 @@ class ClusterCoordinator(ABC):
     ``store_sends_enqueue_hints`` is ``True`` when the coordinator arranged for the store
     to send its hints inside every enqueue (``SupportsEnqueueHints``); the application
     then does not call :meth:`notify_new_work` after enqueues.
+
+    Optionally, a coordinator with a connection says whether it is receiving hints right
+    now through a ``ready`` property (``bool``: subscribed, listening, connected). Metrics
+    export it as ``ratchet_coordinator_connected`` and ``ratchet bench`` waits for it;
+    a coordinator without the property is simply not reported. Reading it must be cheap
+    and must never raise or block.
     """
 
     store_sends_enqueue_hints: bool = False

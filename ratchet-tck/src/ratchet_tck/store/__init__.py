@@ -34,10 +34,12 @@ from ratchet_tck.store.details import DetailContracts
 from ratchet_tck.store.exactness import ExactMatchContracts
 from ratchet_tck.store.harness import StoreHarness, TransactionFactory, sqlalchemy_transactions
 from ratchet_tck.store.hints import EnqueueHintContracts
+from ratchet_tck.store.job_logs import JobLogContracts
 from ratchet_tck.store.keys import BusinessKeyContracts, IdempotencyKeyContracts
 from ratchet_tck.store.leases import LeaseContracts
 from ratchet_tck.store.neighbours import CutOffContracts, NeighbouringStateContracts
 from ratchet_tck.store.outcomes import FencingContracts, OutcomeContracts
+from ratchet_tck.store.pending_ages import PendingAgeContracts
 from ratchet_tck.store.processes import LoadContracts
 from ratchet_tck.store.races import RaceContracts
 from ratchet_tck.store.reconnect import ReconnectContracts
@@ -84,6 +86,8 @@ class JobStoreSuite(
     TransactionalEnqueueContracts,
     EnqueueHintContracts,
     ReconnectContracts,
+    JobLogContracts,
+    PendingAgeContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

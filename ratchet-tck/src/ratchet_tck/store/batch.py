@@ -172,9 +172,17 @@ class BatchCompletionContracts(StoreSuiteBase):
         takes the same jobs over one by one (releases the claim and claims the job again,
         as recovery and another node would). Afterwards every job is either SUCCEEDED, with
         the batch reporting ``True`` and the takeover ``False``, or RUNNING under node-b's
-        newer claim, with the batch reporting ``False``; never both, never neither."""
+        newer claim, with the batch reporting ``False``; never both, never neither. Three
+        rounds: the two sides meet at a different job each time, so a store that is only
+        unfenced in a narrow window is caught."""
         store, other = stores(), stores()
         batch = batch_store(store)
+        for _ in range(3):
+            self._race_batch_against_takeover(store, other, batch)
+
+    def _race_batch_against_takeover(
+        self, store: JobStore, other: JobStore, batch: SupportsBatchCompletion
+    ) -> None:
         jobs = [self.running(store) for _ in range(40)]
         chunks = [jobs[n : n + 8] for n in range(0, len(jobs), 8)]
 

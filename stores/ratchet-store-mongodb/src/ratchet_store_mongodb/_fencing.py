@@ -126,6 +126,8 @@ class FencedCollections:
     _locks: Collection[Doc]
     _recurring: Collection[Doc]
     _fires: Collection[Doc]
+    _job_logs: Collection[Doc]
+    _job_progress: Collection[Doc]
 
     if TYPE_CHECKING:
         # Supplied by MongoDBJobStore (declared here for the type checker only, so that

@@ -1,4 +1,4 @@
-"""Reads of the MongoDB store: jobs, counts, key look-ups and execution records.
+"""Reads of the MongoDB store: jobs, counts, queue ages, key look-ups and execution records.
 
 Contract kept (``ratchet.spi.JobQueue`` reads and ``ExecutionLog.list_executions``): every
 method only reads, so each is retried once after a lost connection (``idempotent``); a
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pymongo import ASCENDING, DESCENDING
 
-from ratchet.spi import Execution, Job, JobStatus
+from ratchet.spi import Execution, Job, JobPriority, JobStatus
 from ratchet_store_mongodb._fencing import Doc, FencedCollections, unavailable
 from ratchet_store_mongodb._keys import ACTIVE
 from ratchet_store_mongodb._reconnect import idempotent
-from ratchet_store_mongodb._rows import execution_from_doc, job_from_doc
+from ratchet_store_mongodb._rows import aware, execution_from_doc, job_from_doc
 
 __all__ = ["ReadOperations"]
 
@@ -54,6 +54,30 @@ class ReadOperations(FencedCollections):
         return {
             status: self._jobs.count_documents({"status": status.value}) for status in JobStatus
         }
+
+    @unavailable
+    @idempotent
+    def oldest_pending_ages(self) -> dict[int, float]:
+        """SupportsPendingAges: per priority, the first due PENDING job in claim order (one
+        short range of the claim index each, as the claim reads them), measured against
+        one database time."""
+        self._check_open()
+        now = self._now()
+        ages: dict[int, float] = {}
+        for priority in JobPriority:
+            doc = self._jobs.find_one(
+                {
+                    "status": JobStatus.PENDING.value,
+                    "priority": int(priority),
+                    "scheduled_at": {"$lte": now},
+                },
+                projection={"scheduled_at": 1},
+                sort=[("scheduled_at", ASCENDING)],
+            )
+            if doc is not None:
+                waited = (now - aware(doc["scheduled_at"])).total_seconds()
+                ages[int(priority)] = max(0.0, waited)
+        return ages
 
     @unavailable
     @idempotent

@@ -28,6 +28,8 @@ NODES = "ratchet_node"
 LOCKS = "ratchet_lock"
 RECURRING = "ratchet_recurring"
 FIRES = "ratchet_recurring_fire"
+JOB_LOGS = "ratchet_job_log"
+JOB_PROGRESS = "ratchet_job_progress"
 
 COLLECTIONS = (
     JOBS,
@@ -40,6 +42,8 @@ COLLECTIONS = (
     LOCKS,
     RECURRING,
     FIRES,
+    JOB_LOGS,
+    JOB_PROGRESS,
 )
 
 INDEXES: dict[str, list[IndexModel]] = {
@@ -69,6 +73,14 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("status", ASCENDING), ("finished_at", ASCENDING)], name="ratchet_exec_status"),
     ],
     NODES: [IndexModel([("heartbeat_at", ASCENDING)], name="ratchet_node_heartbeat")],
+    JOB_LOGS: [
+        IndexModel(
+            [("job_id", ASCENDING), ("claim_seq", ASCENDING), ("seq", ASCENDING)],
+            name="ratchet_job_log_attempt",
+        ),
+        IndexModel([("logged_at", ASCENDING)], name="ratchet_job_log_logged"),
+    ],
+    JOB_PROGRESS: [IndexModel([("updated_at", ASCENDING)], name="ratchet_job_progress_updated")],
     FIRES: [
         IndexModel(
             [("recurring_id", ASCENDING), ("fire_time", DESCENDING)], name="ratchet_fire_time"

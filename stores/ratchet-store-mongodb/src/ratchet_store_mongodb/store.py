@@ -9,10 +9,12 @@ the database clock to the parts:
 * ``_enqueue``: ``enqueue``, ``enqueue_many`` and their undo;
 * ``_claim``: ``claim_due_jobs``;
 * ``_outcomes``: complete, fail, retry, release, mark started, cancel, late outcome;
-* ``_reads``: jobs, counts, key look-ups, execution records;
+* ``_reads``: jobs, counts, queue ages (``SupportsPendingAges``), key look-ups, execution
+  records;
 * ``_cluster``: nodes, locks, orphan recovery, stale execution records;
 * ``_recurring``: recurring definitions and fires, cancel by business key or tag;
-* ``_archive``: archive and purges.
+* ``_archive``: archive and purges;
+* ``_job_logs``: job log lines and progress (``SupportsJobLogs``).
 
 This module keeps the lifecycle: connecting (and creating the indexes), ``from_url``,
 ``describe``, ``close`` and ``reset_for_tests``.
@@ -37,6 +39,7 @@ from ratchet_store_mongodb._claim import ClaimOperations
 from ratchet_store_mongodb._cluster import ClusterOperations
 from ratchet_store_mongodb._enqueue import EnqueueOperations
 from ratchet_store_mongodb._fencing import STALL_SECONDS, Doc, unavailable
+from ratchet_store_mongodb._job_logs import JobLogOperations
 from ratchet_store_mongodb._outcomes import OutcomeOperations
 from ratchet_store_mongodb._reads import ReadOperations
 from ratchet_store_mongodb._recurring import RecurringOperations
@@ -54,6 +57,7 @@ class MongoDBJobStore(
     OutcomeOperations,
     RecurringOperations,
     ArchiveOperations,
+    JobLogOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""
@@ -92,6 +96,8 @@ class MongoDBJobStore(
         self._locks: Collection[Doc] = self._db[s.LOCKS]
         self._recurring: Collection[Doc] = self._db[s.RECURRING]
         self._fires: Collection[Doc] = self._db[s.FIRES]
+        self._job_logs: Collection[Doc] = self._db[s.JOB_LOGS]
+        self._job_progress: Collection[Doc] = self._db[s.JOB_PROGRESS]
         if auto_migrate:
             try:
                 s.create_indexes(self._db)

@@ -202,6 +202,13 @@ ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
 -- name: count_jobs
 SELECT status, COUNT(*) FROM ratchet_job GROUP BY status;
 
+-- name: oldest_pending
+-- Per priority, when its longest-waiting due job became due, and the clock that measures
+-- it (UTC_TIMESTAMP(6) is one value for the statement); the claim index
+-- (status, priority, scheduled_at) serves it.
+SELECT priority, MIN(scheduled_at), UTC_TIMESTAMP(6) FROM ratchet_job
+WHERE status = 'PENDING' AND scheduled_at <= UTC_TIMESTAMP(6) GROUP BY priority;
+
 -- name: select_executions
 SELECT job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 FROM ratchet_execution WHERE job_id = %(id)s ORDER BY claim_seq;
@@ -393,4 +400,76 @@ DELETE FROM ratchet_job WHERE id IN ({ids});
 DELETE FROM ratchet_execution
 WHERE finished_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND AND status <> 'RUNNING'
 ORDER BY finished_at
+LIMIT %(limit)s;
+
+-- ===================================================================== job logs and progress
+
+-- name: insert_job_logs
+-- %(lines)s is a JSON array of {job_id, claim_seq, attempt, seq, at_us, level, message},
+-- unpacked by the server (JSON_TABLE): one statement per batch. A line already stored
+-- (a batch sent again) is left as it is.
+INSERT INTO ratchet_job_log (job_id, claim_seq, seq, attempt, logged_at, level, message)
+SELECT line.job_id, line.claim_seq, line.seq, line.attempt,
+       TIMESTAMP '1970-01-01 00:00:00' + INTERVAL line.at_us MICROSECOND, line.level,
+       line.message
+FROM JSON_TABLE(%(lines)s, '$[*]' COLUMNS (
+    job_id     VARCHAR(255) PATH '$.job_id',
+    claim_seq  BIGINT       PATH '$.claim_seq',
+    seq        BIGINT       PATH '$.seq',
+    attempt    INT          PATH '$.attempt',
+    at_us      BIGINT       PATH '$.at_us',
+    level      VARCHAR(64)  PATH '$.level',
+    message    LONGTEXT     PATH '$.message')) AS line
+ON DUPLICATE KEY UPDATE seq = ratchet_job_log.seq;
+
+-- name: trim_job_logs
+-- The attempt keeps its %(keep)s newest lines. The highest seq is read through a derived
+-- table (an aggregate, so never merged): MySQL refuses a DELETE whose subquery reads the
+-- table it deletes from.
+DELETE FROM ratchet_job_log
+WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s
+  AND seq <= (SELECT newest.top FROM (
+                  SELECT MAX(seq) AS top FROM ratchet_job_log
+                  WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s) AS newest) - %(keep)s;
+
+-- name: select_job_logs
+SELECT job_id, claim_seq, attempt, seq, logged_at, level, message FROM ratchet_job_log
+WHERE job_id = %(id)s ORDER BY claim_seq, seq;
+
+-- name: set_job_progress
+-- Fenced by the job row (RUNNING under claim_seq); never replaces a newer claim's report
+-- (each column keeps its value when the stored claim_seq is higher; claim_seq itself is
+-- assigned last, as MySQL applies the assignments in order). Counts 1 for an insert, 2
+-- for an update.
+INSERT INTO ratchet_job_progress (job_id, claim_seq, attempt, done, total, note, updated_at)
+SELECT id, claim_seq, %(attempt)s, %(done)s, %(total)s, %(note)s, UTC_TIMESTAMP(6)
+FROM ratchet_job
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+ON DUPLICATE KEY UPDATE
+    attempt = IF(ratchet_job_progress.claim_seq <= %(claim_seq)s, %(attempt)s,
+                 ratchet_job_progress.attempt),
+    done = IF(ratchet_job_progress.claim_seq <= %(claim_seq)s, %(done)s,
+              ratchet_job_progress.done),
+    total = IF(ratchet_job_progress.claim_seq <= %(claim_seq)s, %(total)s,
+               ratchet_job_progress.total),
+    note = IF(ratchet_job_progress.claim_seq <= %(claim_seq)s, %(note)s,
+              ratchet_job_progress.note),
+    updated_at = IF(ratchet_job_progress.claim_seq <= %(claim_seq)s, UTC_TIMESTAMP(6),
+                    ratchet_job_progress.updated_at),
+    claim_seq = GREATEST(ratchet_job_progress.claim_seq, %(claim_seq)s);
+
+-- name: select_job_progress
+SELECT job_id, claim_seq, attempt, done, total, note, updated_at FROM ratchet_job_progress
+WHERE job_id = %(id)s;
+
+-- name: purge_job_logs
+DELETE FROM ratchet_job_log
+WHERE logged_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND
+ORDER BY logged_at
+LIMIT %(limit)s;
+
+-- name: purge_job_progress
+DELETE FROM ratchet_job_progress
+WHERE updated_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND
+ORDER BY updated_at
 LIMIT %(limit)s;

@@ -59,6 +59,8 @@ DATA_TABLES = (
     "ratchet_recurring",
     "ratchet_recurring_fire",
     "ratchet_job_archive",
+    "ratchet_job_log",
+    "ratchet_job_progress",
 )
 
 

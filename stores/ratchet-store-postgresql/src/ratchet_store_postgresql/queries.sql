@@ -339,6 +339,12 @@ ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
 -- name: count_jobs
 SELECT status, count(*) FROM ratchet_job GROUP BY status;
 
+-- name: oldest_pending
+-- Per priority, when its longest-waiting due job became due, and the clock that measures
+-- it (statement_timestamp() is one value for the statement); the claim index serves it.
+SELECT priority, min(scheduled_at), statement_timestamp() FROM ratchet_job
+WHERE status = 'PENDING' AND scheduled_at <= statement_timestamp() GROUP BY priority;
+
 -- name: select_executions
 SELECT job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 FROM ratchet_execution WHERE job_id = %(id)s ORDER BY claim_seq;
@@ -598,9 +604,76 @@ WITH doomed AS MATERIALIZED (
 DELETE FROM ratchet_execution AS e USING doomed
 WHERE e.job_id = doomed.job_id AND e.claim_seq = doomed.claim_seq AND e.status <> 'RUNNING';
 
+-- ===================================================================== job logs and progress
+
+-- name: insert_job_logs
+-- %(lines)s is a JSON array of {job_id, claim_seq, attempt, seq, at_us, level, message},
+-- unpacked by the server: one statement per batch. A line already stored (a batch sent
+-- again) is skipped.
+INSERT INTO ratchet_job_log (job_id, claim_seq, seq, attempt, logged_at, level, message)
+SELECT line.job_id, line.claim_seq, line.seq, line.attempt,
+       timestamptz 'epoch' + line.at_us * interval '1 microsecond', line.level, line.message
+FROM jsonb_to_recordset(%(lines)s::jsonb) AS line(
+    job_id text, claim_seq bigint, seq bigint, attempt integer, at_us bigint, level text,
+    message text)
+ON CONFLICT (job_id, claim_seq, seq) DO NOTHING;
+
+-- name: trim_job_logs
+-- The attempt keeps its %(keep)s newest lines.
+DELETE FROM ratchet_job_log
+WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s
+  AND seq <= (SELECT max(seq) FROM ratchet_job_log
+              WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s) - %(keep)s::bigint;
+
+-- name: select_job_logs
+SELECT job_id, claim_seq, attempt, seq, logged_at, level, message FROM ratchet_job_log
+WHERE job_id = %(id)s ORDER BY claim_seq, seq;
+
+-- name: set_job_progress
+-- Fenced by the job row (RUNNING under claim_seq); never replaces a newer claim's report.
+INSERT INTO ratchet_job_progress AS p
+    (job_id, claim_seq, attempt, done, total, note, updated_at)
+SELECT id, claim_seq, %(attempt)s::integer, %(done)s::float8, %(total)s::float8,
+       %(note)s::text, statement_timestamp()
+FROM ratchet_job
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+ON CONFLICT (job_id) DO UPDATE SET
+    claim_seq = EXCLUDED.claim_seq, attempt = EXCLUDED.attempt, done = EXCLUDED.done,
+    total = EXCLUDED.total, note = EXCLUDED.note, updated_at = EXCLUDED.updated_at
+WHERE p.claim_seq <= EXCLUDED.claim_seq;
+
+-- name: select_job_progress
+SELECT job_id, claim_seq, attempt, done, total, note, updated_at FROM ratchet_job_progress
+WHERE job_id = %(id)s;
+
+-- name: purge_job_logs
+-- Batches chosen once, in a MATERIALIZED CTE (see purge_executions).
+WITH doomed AS MATERIALIZED (
+    SELECT job_id, claim_seq, seq FROM ratchet_job_log
+    WHERE logged_at < statement_timestamp() - make_interval(secs => %(age)s::float8)
+    ORDER BY logged_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ratchet_job_log AS l USING doomed
+WHERE l.job_id = doomed.job_id AND l.claim_seq = doomed.claim_seq AND l.seq = doomed.seq;
+
+-- name: purge_job_progress
+WITH doomed AS MATERIALIZED (
+    SELECT job_id FROM ratchet_job_progress
+    WHERE updated_at < statement_timestamp() - make_interval(secs => %(age)s::float8)
+    ORDER BY updated_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ratchet_job_progress AS p USING doomed
+WHERE p.job_id = doomed.job_id
+  AND p.updated_at < statement_timestamp() - make_interval(secs => %(age)s::float8);
+
 -- ===================================================================== tests
 
 -- name: truncate_all
 -- Every table that holds data (not ratchet_schema_version), emptied in one statement.
 TRUNCATE ratchet_job, ratchet_job_tag, ratchet_idempotency_key, ratchet_execution,
-    ratchet_node, ratchet_lock, ratchet_recurring, ratchet_recurring_fire, ratchet_job_archive;
+    ratchet_node, ratchet_lock, ratchet_recurring, ratchet_recurring_fire, ratchet_job_archive,
+    ratchet_job_log, ratchet_job_progress;

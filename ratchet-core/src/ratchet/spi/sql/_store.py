@@ -22,11 +22,13 @@ CONTRIBUTING.md for the order in which a new store operation is added.
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Self, TypeVar
 
+from ratchet._job_logs import JobLogLine, JobProgress
 from ratchet._messages import ORPHAN_RECOVERED_MESSAGE, UNSTARTED_RECOVERED_MESSAGE
 from ratchet._types import (
     ClaimedJob,
@@ -40,7 +42,7 @@ from ratchet._types import (
     OrphanRecovery,
     RecurringDefinition,
 )
-from ratchet.spi._checks import check_lock_ttl, check_new_jobs, require_recurring_id
+from ratchet.spi._checks import check_aware, check_lock_ttl, check_new_jobs, require_recurring_id
 from ratchet.spi._conflicts import retry_blocked_by_business_key
 from ratchet.spi._rows import RowDecoder
 from ratchet.spi._store import JobStore
@@ -71,6 +73,7 @@ STATEMENTS = frozenset(
         "list_jobs_by_tag",  # tag, limit
         "list_jobs_by_status_and_tag",  # status, tag, limit
         "count_jobs",  # -> (status, count)
+        "oldest_pending",  # -> (priority, min scheduled_at of due PENDING jobs, now)
         "select_idempotency_key",  # key -> (job_id)
         "select_executions",  # id -> executions by claim_seq
         "record_late_outcome",  # id, claim_seq, execution_status, message
@@ -103,10 +106,21 @@ STATEMENTS = frozenset(
         "delete_tags",  # {ids}
         "delete_jobs",  # {ids}
         "purge_executions",  # age, limit
+        # job logs and progress (SupportsJobLogs)
+        "insert_job_logs",  # lines: JSON array of line objects (_LINE_FIELDS), duplicates skipped
+        "trim_job_logs",  # id, claim_seq, keep: the attempt keeps its newest `keep` lines
+        "select_job_logs",  # id -> (job_id, claim_seq, attempt, seq, logged_at, level, message)
+        "set_job_progress",  # id, claim_seq, attempt, done, total, note: fenced upsert
+        "select_job_progress",  # id -> (job_id, claim_seq, attempt, done, total, note, updated_at)
+        "purge_job_logs",  # age, limit
+        "purge_job_progress",  # age, limit
     }
 )
 """The statements the shared methods run. A backend that overrides a method may leave
 that method's statements out (``missing_statements`` tells which it still needs)."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 _LIST_JOBS = {
     (False, False): "list_jobs",
@@ -403,6 +417,15 @@ class SQLJobStore(JobStore):
             counts[JobStatus(status)] = int(count)
         return counts
 
+    def oldest_pending_ages(self) -> dict[int, float]:
+        """SupportsPendingAges: one statement returns each priority's oldest due time
+        with the database-now it is measured against."""
+        ages: dict[int, float] = {}
+        for priority, oldest, now in self._query("oldest_pending"):
+            waited = (self.decode.time(now) - self.decode.time(oldest)).total_seconds()
+            ages[int(priority)] = max(0.0, waited)
+        return ages
+
     def find_job_id_by_idempotency_key(self, key: str) -> str | None:
         row = self._query_one("select_idempotency_key", {"key": key})
         return None if row is None else self.decode.text(row[0])
@@ -647,3 +670,105 @@ class SQLJobStore(JobStore):
             return 0
         params = {"age": self.encode.duration(older_than_seconds), "limit": int(batch_size)}
         return self._update("purge_executions", params)
+
+    # -- job logs and progress (SupportsJobLogs) -----------------------------------------
+
+    def append_job_logs(self, lines: Sequence[JobLogLine], *, keep_per_attempt: int) -> None:
+        """All lines in one statement (a JSON array the database unpacks: no round trip
+        per line), then one trim per attempt, in one transaction."""
+        keep = int(keep_per_attempt)
+        if keep < 1:
+            raise ValueError(
+                f"keep_per_attempt is {keep_per_attempt!r}; a log keeps at least 1 line per "
+                "attempt (RATCHET_JOB_LOG_MAX_LINES)."
+            )
+        if not lines:
+            return
+        payload = json.dumps([self._log_line(line) for line in lines], ensure_ascii=False)
+        attempts = list(dict.fromkeys((line.job_id, int(line.claim_seq)) for line in lines))
+
+        def work(session: SQLSession) -> None:
+            session.execute("insert_job_logs", {"lines": payload})
+            for job_id, claim_seq in attempts:
+                session.execute(
+                    "trim_job_logs", {"id": job_id, "claim_seq": claim_seq, "keep": keep}
+                )
+
+        self._transaction(work)
+
+    def _log_line(self, line: JobLogLine) -> dict[str, Any]:
+        """One element of ``insert_job_logs``'s array: the time as whole microseconds
+        since the epoch, which each dialect turns into its own time type."""
+        moment = check_aware(line.logged_at, "Log line time")
+        return {
+            "job_id": line.job_id,
+            "claim_seq": int(line.claim_seq),
+            "attempt": int(line.attempt),
+            "seq": int(line.seq),
+            "at_us": (moment - _EPOCH) // _MICROSECOND,
+            "level": line.level,
+            "message": self.encode.text(line.message),
+        }
+
+    def list_job_logs(self, job_id: str) -> list[JobLogLine]:
+        return [
+            JobLogLine(
+                job_id=self.decode.text(row[0]),
+                claim_seq=int(row[1]),
+                attempt=int(row[2]),
+                seq=int(row[3]),
+                logged_at=self.decode.time(row[4]),
+                level=self.decode.text(row[5]),
+                message=self.decode.text(row[6]),
+            )
+            for row in self._query("select_job_logs", {"id": job_id})
+        ]
+
+    def set_job_progress(
+        self,
+        job_id: str,
+        claim_seq: int,
+        *,
+        attempt: int,
+        done: float,
+        total: float | None,
+        note: str | None,
+    ) -> bool:
+        params = {
+            "id": job_id,
+            "claim_seq": int(claim_seq),
+            "attempt": int(attempt),
+            "done": float(done),
+            "total": None if total is None else float(total),
+            "note": self.encode.message(note),
+        }
+        # MySQL counts 2 for an upsert that updated a row.
+        return self._update("set_job_progress", params, idempotent=True) > 0
+
+    def get_job_progress(self, job_id: str) -> JobProgress | None:
+        row = self._query_one("select_job_progress", {"id": job_id})
+        if row is None:
+            return None
+        return JobProgress(
+            job_id=self.decode.text(row[0]),
+            claim_seq=int(row[1]),
+            attempt=int(row[2]),
+            done=float(row[3]),
+            total=None if row[4] is None else float(row[4]),
+            note=None if row[5] is None else self.decode.text(row[5]),
+            updated_at=self.decode.time(row[6]),
+        )
+
+    def purge_job_logs(self, *, older_than_seconds: float, batch_size: int) -> int:
+        if batch_size <= 0:
+            return 0
+        age = self.encode.duration(older_than_seconds)
+
+        def work(session: SQLSession) -> int:
+            lines = session.execute("purge_job_logs", {"age": age, "limit": int(batch_size)})
+            if lines >= batch_size:
+                return lines
+            left = int(batch_size) - lines
+            return lines + session.execute("purge_job_progress", {"age": age, "limit": left})
+
+        return self._transaction(work)

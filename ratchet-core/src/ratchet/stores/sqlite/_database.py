@@ -55,6 +55,8 @@ DATA_TABLES = (
     "ratchet_lock",
     "ratchet_recurring_fire",
     "ratchet_job_archive",
+    "ratchet_job_log",
+    "ratchet_job_progress",
 )
 
 

@@ -141,6 +141,13 @@ ORDER BY created_at DESC, id DESC LIMIT :limit;
 -- name: count_jobs
 SELECT status, COUNT(*) FROM ratchet_job GROUP BY status;
 
+-- name: oldest_pending
+-- Per priority, when its longest-waiting due job became due, and the clock that measures
+-- it (julianday('now') is one value for the whole statement). The partial claim index
+-- serves it: one short range per priority.
+SELECT priority, MIN(scheduled_at), {{now}} FROM ratchet_job
+WHERE status = 'PENDING' AND scheduled_at <= {{now}} GROUP BY priority;
+
 -- name: select_executions
 SELECT job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 FROM ratchet_execution WHERE job_id = :id ORDER BY claim_seq;
@@ -282,3 +289,51 @@ DELETE FROM ratchet_execution WHERE (job_id, claim_seq) IN (
     SELECT job_id, claim_seq FROM ratchet_execution
     WHERE status <> 'RUNNING' AND finished_at < :now - :age
     LIMIT :limit);
+
+-- ===================================================================== job logs and progress
+
+-- name: insert_job_logs
+-- :lines is a JSON array of {job_id, claim_seq, attempt, seq, at_us, level, message};
+-- a line already stored (a batch sent again) is skipped.
+INSERT INTO ratchet_job_log (job_id, claim_seq, seq, attempt, logged_at, level, message)
+SELECT json_extract(value, '$.job_id'), json_extract(value, '$.claim_seq'),
+       json_extract(value, '$.seq'), json_extract(value, '$.attempt'),
+       json_extract(value, '$.at_us') / 1000000.0, json_extract(value, '$.level'),
+       json_extract(value, '$.message')
+FROM json_each(:lines) WHERE true
+ON CONFLICT (job_id, claim_seq, seq) DO NOTHING;
+
+-- name: trim_job_logs
+-- The attempt keeps its :keep newest lines.
+DELETE FROM ratchet_job_log
+WHERE job_id = :id AND claim_seq = :claim_seq
+  AND seq <= (SELECT MAX(seq) FROM ratchet_job_log
+              WHERE job_id = :id AND claim_seq = :claim_seq) - :keep;
+
+-- name: select_job_logs
+SELECT job_id, claim_seq, attempt, seq, logged_at, level, message FROM ratchet_job_log
+WHERE job_id = :id ORDER BY claim_seq, seq;
+
+-- name: set_job_progress
+-- Fenced by the job row (RUNNING under :claim_seq); never replaces a newer claim's report.
+INSERT INTO ratchet_job_progress (job_id, claim_seq, attempt, done, total, note, updated_at)
+SELECT id, claim_seq, :attempt, :done, :total, :note, :now FROM ratchet_job
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq
+ON CONFLICT (job_id) DO UPDATE SET
+    claim_seq = excluded.claim_seq, attempt = excluded.attempt, done = excluded.done,
+    total = excluded.total, note = excluded.note, updated_at = excluded.updated_at
+WHERE ratchet_job_progress.claim_seq <= excluded.claim_seq;
+
+-- name: select_job_progress
+SELECT job_id, claim_seq, attempt, done, total, note, updated_at FROM ratchet_job_progress
+WHERE job_id = :id;
+
+-- name: purge_job_logs
+DELETE FROM ratchet_job_log WHERE (job_id, claim_seq, seq) IN (
+    SELECT job_id, claim_seq, seq FROM ratchet_job_log
+    WHERE logged_at < :now - :age ORDER BY logged_at LIMIT :limit);
+
+-- name: purge_job_progress
+DELETE FROM ratchet_job_progress WHERE job_id IN (
+    SELECT job_id FROM ratchet_job_progress
+    WHERE updated_at < :now - :age ORDER BY updated_at LIMIT :limit);

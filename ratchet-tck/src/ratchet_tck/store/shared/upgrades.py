@@ -34,6 +34,8 @@ SQL_TABLES = frozenset(
         "ratchet_idempotency_key",
         "ratchet_job",
         "ratchet_job_archive",
+        "ratchet_job_log",
+        "ratchet_job_progress",
         "ratchet_job_tag",
         "ratchet_lock",
         "ratchet_node",
