@@ -8,7 +8,9 @@ from concurrent.futures import Future
 from typing import Any
 
 from ratchet import Ratchet
+from ratchet._engine.executor import JobExecutor
 from ratchet._engine.prefetch import ReadyQueue
+from ratchet._types import ClaimedJob
 from ratchet.spi import DRAIN_RELEASED_MESSAGE, JobStatus
 
 
@@ -107,3 +109,67 @@ def test_a_job_that_finishes_inside_its_start_call_does_not_stall_the_worker(
     assert worker.flush_outcomes(10)
     worker.stop(timeout=5)
     assert {app.get_job(i).status for i in ids} == {JobStatus.SUCCEEDED}  # type: ignore[union-attr]
+
+
+def _claim_while_a_waiting_job_takes_the_slot(tmp_path: Any) -> list[tuple[bool, bool]]:
+    """One slot, free. While the worker's claim is in flight, a job claimed ahead earlier
+    is started by another thread (as a finishing job thread does from the ready queue).
+    Returns, for each job the claim returned, (its start was recorded, it is running)."""
+    app = _app(tmp_path, concurrency=1, prefetch_seconds=1.0)
+    release = threading.Event()
+
+    @app.job(name="hold")
+    def hold() -> None:
+        release.wait(10)
+
+    app.enqueue("hold")
+    app.enqueue_many("quick", [(n,) for n in range(5)])
+    worker = app.worker().start(poll=False)
+    worker.ready.observe(0.0001)  # as if short jobs had run: claim ahead
+    [waiting] = worker.store.claim_due_jobs(
+        node_id=worker.node_id, limit=1, priority_boost_seconds=0, start_now=0
+    )
+    claim = worker.store.claim_due_jobs
+
+    def claim_racing_a_job_thread(**kwargs: Any) -> Any:
+        if not worker.executor.try_submit(waiting):
+            worker.ready.push_front(waiting)  # what _start_ready does when refused
+        return claim(**kwargs)
+
+    worker.store.claim_due_jobs = claim_racing_a_job_thread  # type: ignore[method-assign]
+    try:
+        jobs = worker.claim_once()
+        running = {(job.id, job.claim_seq) for job in worker.executor.in_flight()}
+        return [(job.start_recorded, (job.id, job.claim_seq) in running) for job in jobs]
+    finally:
+        release.set()
+        worker.stop(timeout=10)
+
+
+def test_a_claim_holds_the_slots_of_the_jobs_whose_start_it_records(tmp_path: Any) -> None:
+    """A job whose start the claim records (crash recovery charges it) runs at once: the
+    claim held its slot, so a job started meanwhile by another thread cannot take it and
+    leave the recorded job waiting, charged for whatever crashes the node in its place."""
+    claimed = _claim_while_a_waiting_job_takes_the_slot(tmp_path)
+    assert claimed[0] == (True, True), claimed
+    assert all(recorded == running for recorded, running in claimed), claimed
+
+
+def test_negative_control_slots_not_held_during_the_claim(tmp_path: Any, monkeypatch: Any) -> None:
+    """Counting the free slots without holding them (as before this guard): the job
+    started meanwhile takes the slot and a job with a recorded start waits."""
+
+    def count_without_holding(self: JobExecutor, *, leave: int) -> int:
+        return max(0, self.free_slots() - leave)
+
+    def nothing_to_give_back(self: JobExecutor, count: int) -> None:
+        pass
+
+    def submit_unheld(self: JobExecutor, job: ClaimedJob) -> None:
+        self.try_submit(job)  # refused when the slot was taken: the job waits unstarted
+
+    monkeypatch.setattr(JobExecutor, "reserve", count_without_holding)
+    monkeypatch.setattr(JobExecutor, "unreserve", nothing_to_give_back)
+    monkeypatch.setattr(JobExecutor, "submit_reserved", submit_unheld)
+    claimed = _claim_while_a_waiting_job_takes_the_slot(tmp_path)
+    assert (True, False) in claimed, claimed

@@ -96,12 +96,49 @@ class JobExecutor:
             tuple[str, int], tuple[ClaimedJob, concurrent.futures.Future[Any] | None]
         ] = {}
         self._on_loop: set[tuple[str, int]] = set()
+        # Slots promised to jobs a claim in progress starts (see reserve()).
+        self._reserved = 0
         self._stop_waiting = False
         self.completed = 0
 
     def free_slots(self) -> int:
+        """Slots neither running a job nor reserved for one."""
         with self._changed:
-            return self.concurrency - len(self._in_flight)
+            return self._free()
+
+    def _free(self) -> int:
+        return self.concurrency - len(self._in_flight) - self._reserved
+
+    def reserve(self, *, leave: int) -> int:
+        """Hold every free slot beyond ``leave`` (those kept for jobs already waiting) for
+        the jobs a claim will start at once; returns how many were held. Nothing else can
+        take a held slot: each is filled with :meth:`submit_reserved` or given back with
+        :meth:`unreserve`.
+
+        This is what makes a recorded start true. A claim records the start of the jobs
+        it expects to run at once (crash recovery charges those); without the hold, a
+        claimed-ahead job started by a finishing job thread could take the slot while the
+        claim is in flight, leaving a job with a recorded start waiting behind it, to be
+        charged for the crash of whatever runs in its place."""
+        with self._changed:
+            held = max(0, self._free() - max(0, leave))
+            self._reserved += held
+            return held
+
+    def unreserve(self, count: int) -> None:
+        """Give back ``count`` held slots that no job will fill."""
+        with self._changed:
+            self._reserved -= min(count, self._reserved)
+
+    def submit_reserved(self, job: ClaimedJob) -> None:
+        """Start ``job`` in a slot held by :meth:`reserve`."""
+        key = (job.id, job.claim_seq)
+        with self._changed:
+            if self._reserved <= 0:
+                raise RuntimeError(f"no slot is held for job {job.id}: call reserve() first")
+            self._reserved -= 1
+            self._in_flight[key] = (job, None)
+        self._start(job, key)
 
     def in_flight(self) -> list[ClaimedJob]:
         with self._changed:
@@ -123,7 +160,7 @@ class JobExecutor:
         callers must not hold a lock that ``on_done`` takes."""
         key = (job.id, job.claim_seq)
         with self._changed:
-            if len(self._in_flight) >= self.concurrency:
+            if self._free() <= 0:
                 return False
             self._in_flight[key] = (job, None)
         self._start(job, key)

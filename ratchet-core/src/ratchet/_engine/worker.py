@@ -351,19 +351,32 @@ class Worker:
         limit = min(self._room(), self.options.claim_batch_size)
         if limit <= 0:
             return []
-        # The first jobs of the claim go straight into free slots (after what already
-        # waits in the ready queue): the claim records their start. The rest wait, claimed
-        # ahead, and a crash of this node gives them back with no charge.
-        jobs = self.store.claim_due_jobs(
-            node_id=self.node_id,
-            limit=limit,
-            priority_boost_seconds=self.options.priority_boost_seconds,
-            start_now=max(0, self.executor.free_slots() - len(self.ready)),
-        )
+        # The first jobs of the claim go straight into free slots (those not wanted by
+        # what already waits in the ready queue): the claim records their start, so
+        # their slots are held from before the claim until they start in them. The rest
+        # wait, claimed ahead, and a crash of this node gives them back with no charge.
+        held = self.executor.reserve(leave=len(self.ready))
+        try:
+            jobs = self.store.claim_due_jobs(
+                node_id=self.node_id,
+                limit=limit,
+                priority_boost_seconds=self.options.priority_boost_seconds,
+                start_now=held,
+            )
+        except BaseException:
+            self.executor.unreserve(held)
+            raise
         self._last_poll_full = len(jobs) >= limit
         self.stats.claimed += len(jobs)
         self.lifecycle.claimed(jobs)
-        self.ready.push(jobs)
+        now, ahead = jobs[:held], jobs[held:]
+        self.executor.unreserve(held - len(now))
+        self.ready.push(ahead)
+        for job in now:
+            if self._start_is_recorded(job):  # true of every job a store started
+                self.executor.submit_reserved(job)
+            else:
+                self.executor.unreserve(1)
         self._start_ready()
         return jobs
 
