@@ -688,8 +688,15 @@ class Ratchet:
         concurrency: int | None = None,
         progress_seconds: float | None = None,
         on_start: Callable[[Worker], object] | None = None,
+        burst: bool = False,
     ) -> None:
         """Run a worker until SIGINT or SIGTERM, then drain in order and return.
+
+        With ``burst``, also stop once no job is due, the way RQ's burst mode and
+        PGQueuer's drain mode do: the worker runs what is due, and what its jobs make due
+        (a job enqueued by a job, a retry due at once), and returns, draining as above,
+        after a claim found nothing while it held no job. A job scheduled later, or a
+        retry still backing off at that moment, stays PENDING for the next run.
 
         The first signal drains: running jobs get up to the shutdown timeout to finish. A
         second signal cuts the drain short: the claims of the jobs still running are
@@ -707,7 +714,11 @@ class Ratchet:
                 if on_start is not None:
                     on_start(worker)
                 last_report, last_line = time.monotonic(), ""
-                while not signals.drain_requested.wait(0.5) and worker.crash is None:
+                tick = 0.05 if burst else 0.5
+                while not signals.drain_requested.wait(tick) and worker.crash is None:
+                    if burst and worker.found_nothing_due.is_set():
+                        log.info("Nothing is due (burst): %s.", worker.summary())
+                        break
                     if progress_seconds and time.monotonic() - last_report >= progress_seconds:
                         last_report, line = time.monotonic(), worker.summary()
                         if line != last_line:

@@ -145,6 +145,10 @@ class Worker:
         self._stop_timers = threading.Event()
         self._threads: list[threading.Thread] = []
         self._last_poll_full = False
+        self.found_nothing_due = threading.Event()
+        """Set when a claim found no due job while this worker ran and held nothing (so
+        no outcome of its own could still make one due); cleared by a claim that got
+        jobs. ``run_worker(burst=True)`` stops on it."""
         self._started = False
         self._registration = RegistrationWatch(context.node_id)
         self.superseded = False
@@ -355,6 +359,8 @@ class Worker:
         # what already waits in the ready queue): the claim records their start, so
         # their slots are held from before the claim until they start in them. The rest
         # wait, claimed ahead, and a crash of this node gives them back with no charge.
+        finished_before = self.executor.completed
+        held_nothing = self._holds_no_job()
         held = self.executor.reserve(leave=len(self.ready))
         try:
             jobs = self.store.claim_due_jobs(
@@ -367,6 +373,10 @@ class Worker:
             self.executor.unreserve(held)
             raise
         self._last_poll_full = len(jobs) >= limit
+        if jobs:
+            self.found_nothing_due.clear()
+        elif held_nothing and self.executor.completed == finished_before:
+            self.found_nothing_due.set()
         self.stats.claimed += len(jobs)
         self.lifecycle.claimed(jobs)
         now, ahead = jobs[:held], jobs[held:]
@@ -379,6 +389,10 @@ class Worker:
                 self.executor.unreserve(1)
         self._start_ready()
         return jobs
+
+    def _holds_no_job(self) -> bool:
+        """Nothing runs here and nothing waits claimed ahead."""
+        return not len(self.ready) and not self.executor.in_flight()
 
     def _room(self) -> int:
         """How many more jobs this worker may hold: free slots plus the claim-ahead

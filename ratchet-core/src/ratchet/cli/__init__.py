@@ -74,13 +74,21 @@ def build_parser() -> argparse.ArgumentParser:
     _logging_options(parser, default=None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    worker = commands.add_parser("worker", help="run a worker for APP until SIGINT/SIGTERM")
+    worker = commands.add_parser(
+        "worker", help="run a worker for APP until SIGINT/SIGTERM (or, with --burst, until idle)"
+    )
     worker.add_argument("app_ref", metavar="APP", help="module:attribute of a Ratchet app")
     worker.add_argument(
         "--concurrency",
         type=whole_number_in(1, int(option_range("concurrency")[1]), example=8),
         metavar="N",
         help="jobs run at once",
+    )
+    worker.add_argument(
+        "--burst",
+        action="store_true",
+        help="exit 0 once no job is due (jobs its jobs enqueue run first); a job scheduled "
+        "later, or a retry still backing off, stays pending",
     )
     worker.add_argument(
         "--store",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -117,22 +118,24 @@ def cmd_worker(args: argparse.Namespace) -> int:
     app = _load_worker_app(args)
     # A log record, not echo(): with --log-format json every line on stderr is JSON.
     log.info(
-        "ratchet worker %s on %s; %d registered job(s). Ctrl-C drains and stops.",
+        "ratchet worker %s on %s; %d registered job(s). %s",
         app.node_id,
         app.store.describe(),
         len(app.registry),
+        "Burst: it stops once nothing is due." if args.burst else "Ctrl-C drains and stops.",
         extra={"node_id": app.node_id},
     )
     from ratchet.cli._metrics import worker_endpoints
 
     endpoints = worker_endpoints(args, app)  # serving before the worker starts
+    run = functools.partial(
+        app.run_worker, concurrency=args.concurrency, progress_seconds=10.0, burst=args.burst
+    )
     if endpoints is None:
-        app.run_worker(concurrency=args.concurrency, progress_seconds=10.0)
+        run()
         return 0
     with endpoints:
-        app.run_worker(
-            concurrency=args.concurrency, progress_seconds=10.0, on_start=endpoints.watch
-        )
+        run(on_start=endpoints.watch)
     return 0
 
 
