@@ -187,6 +187,31 @@ BUFFER_DROPS_THE_NEWEST = """
             super().deliver(payload)
 """
 
+IGNORES_WATCHES = """
+    def _watch(self, job_ids, seconds):
+        pass  # watches are decoded but never remembered
+"""
+
+KEEPS_THE_WATCH = """
+    def notify_job_ended(self, job_id):
+        expires = self._watched.get(job_id)
+        super().notify_job_ended(job_id)
+        if expires is not None:
+            self._watched[job_id] = expires  # announces every end, not once
+"""
+
+ANNOUNCES_EVERY_END = """
+    def notify_job_ended(self, job_id):
+        from ratchet.spi._broadcast import _encode_completion
+        self._send(_encode_completion(self.node_id, ended=[job_id]))
+"""
+
+HEARS_ITS_OWN_WATCH = """
+    def watch_jobs(self, job_ids, seconds):
+        self._watch(tuple(job_ids), seconds)  # keeps its own watch too
+        super().watch_jobs(job_ids, seconds)
+"""
+
 # A worker whose coordinator never wakes it: "none" in both processes.
 NEVER_WAKES = """
     def worker_process(self):
@@ -221,6 +246,10 @@ CATALOGUE = [
     (RECEIVED_COUNTED_PER_LISTENER, "", "test_received_count_is_exact"),
     (NO_BUFFER, "", "test_hints_before_the_first_listener_reach_it"),
     (BUFFER_DROPS_THE_NEWEST, "", "test_buffer_overflow_drops_the_oldest_and_counts_them"),
+    (IGNORES_WATCHES, "", "test_a_watched_end_reaches_the_watcher_once"),
+    (KEEPS_THE_WATCH, "", "test_a_watched_end_reaches_the_watcher_once"),
+    (ANNOUNCES_EVERY_END, "", "test_an_end_nobody_watches_sends_nothing"),
+    (HEARS_ITS_OWN_WATCH, "", "test_a_node_does_not_hear_its_own_watch"),
     pytest.param(
         UNCHANGED,
         NEVER_WAKES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from ratchet._config import RatchetOptions
@@ -38,6 +38,7 @@ from ratchet._types import (
     NewJob,
     RecurringDefinition,
 )
+from ratchet._waiting import CompletionWaiters, wait_for, wait_for_async
 from ratchet.errors import JobLogsUnsupportedError, RatchetError, UnknownJobError
 from ratchet.events import Event, JobCanceled
 from ratchet.plugins import PluginRegistry
@@ -53,6 +54,7 @@ from ratchet.spi import (
     RetryPolicy,
     StartupCoordinator,
     StoreStartupCoordinator,
+    SupportsCompletionHints,
     SupportsJobLogs,
     SupportsTransactionalEnqueue,
     WakeupHint,
@@ -157,6 +159,7 @@ class Ratchet:
             self, class_policy or ModuleAllowlistClassPolicy(self.options.allowed_modules)
         )
         self._wakeups = LocalWakeups()
+        self._waiters: CompletionWaiters | None = None  # made by the first wait_for
         self.observers = Observers(self.node_id, self.store.database_time)
         self.coordinator_reason = "given to Ratchet()"
         if coordinator is None:
@@ -168,6 +171,9 @@ class Ratchet:
                 raise
         self.coordinator = coordinator
         self.coordinator.register_wakeup_listener(self._on_wakeup_hint)
+        if isinstance(coordinator, SupportsCompletionHints):  # wait_for hears of remote ends
+            self.observers.job_ended = coordinator.notify_job_ended
+            coordinator.register_end_listener(self._on_job_end_hint)
         self._call_application_hooks()
 
     def _call_application_hooks(self) -> None:
@@ -586,6 +592,50 @@ class Ratchet:
                 await run_with_sync_connection(connection, store.enqueue_many_in, stored)
         return [job.id for job in jobs]
 
+    async def enqueue_async(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> str:
+        """:meth:`enqueue` for asyncio applications, without blocking the event loop;
+        returns the job id.
+
+        The job is built and checked on the caller's thread, so bad input raises here at
+        once with the errors of :meth:`enqueue`. Enqueue middleware is entered and
+        ``JobEnqueued`` emitted on the caller's thread too, as for :meth:`enqueue`; only
+        the store write and the wakeup hint to other nodes (both may wait on the
+        network) run in a thread of the loop's default executor (``asyncio.to_thread``,
+        which carries the caller's context variables). A caller canceled while the write
+        runs gets ``CancelledError``, but the write goes on in its thread and may still
+        store the job (then without a ``JobEnqueued`` event)."""
+        job = self.builder(func, *args, **kwargs).build()
+        await self._store_jobs_off_loop([job])
+        return job.id
+
+    async def enqueue_many_async(
+        self, func: Callable[..., Any] | str, arguments: Iterable[Iterable[Any]]
+    ) -> list[str]:
+        """:meth:`enqueue_many` (all-or-nothing, one round trip) without blocking the
+        event loop, as :meth:`enqueue_async`: every job is built and checked before
+        anything is written."""
+        definition = self.definition(func)
+        builder = self._builder(definition, (), {})
+        jobs = []
+        for args in arguments:
+            builder.args = tuple(args)
+            jobs.append(builder.build())
+        if jobs:
+            await self._store_jobs_off_loop(jobs)
+        return [job.id for job in jobs]
+
+    async def _store_jobs_off_loop(self, jobs: list[NewJob]) -> None:
+        """:meth:`_store_job` / :meth:`enqueue_many`'s write and wakeups, with the
+        blocking calls in a thread."""
+        import asyncio
+
+        with self.observers.enqueuing(jobs) as stored:
+            if len(stored) == 1:
+                await asyncio.to_thread(self.store.enqueue, stored[0])
+            else:
+                await asyncio.to_thread(self.store.enqueue_many, stored)
+        await asyncio.to_thread(self._announce, max(job.priority for job in jobs))
+
     def _store_job_in(self, connection: Any, job: NewJob) -> str:
         """Store a built job in the caller's transaction (a builder's ``submit_in``)."""
         store = self._transactional_store()
@@ -672,7 +722,44 @@ class Ratchet:
                     priority=job.priority if job is not None else JobPriority.NORMAL,
                 )
             )
+        if canceled and self.observers.job_ended is not None:
+            self.observers.job_ended(job_id)
         return canceled
+
+    def wait_for(self, job_id: str, timeout: float | None = None) -> Job:
+        """Block until the job has finished (SUCCEEDED, FAILED or CANCELED) and return
+        its final snapshot; ``timeout`` seconds at most (``None``: as long as it takes).
+
+        The store is read until the job ends, from every 10 ms to every half second; a
+        job that ends on a worker of this application, or on another node when the
+        coordinator carries completion hints (every first-party one does), wakes the
+        waiter at once. Raises
+        JobNotFoundError for an unknown id, TimeoutError past ``timeout`` (the job goes on);
+        a store outage meanwhile is waited out, like a worker does. From asyncio:
+        :meth:`wait_for_async`. For the return value itself: ``JobFunction.result``."""
+        return wait_for(
+            self.store.get_job, self._completion_waiters(), job_id, timeout, self._watch()
+        )
+
+    async def wait_for_async(self, job_id: str, timeout: float | None = None) -> Job:
+        """:meth:`wait_for` without blocking the event loop (the reads run in a thread)."""
+        return await wait_for_async(
+            self.store.get_job, self._completion_waiters(), job_id, timeout, self._watch()
+        )
+
+    def _watch(self) -> Callable[[Sequence[str], float], None] | None:
+        coordinator = self.coordinator
+        return coordinator.watch_jobs if isinstance(coordinator, SupportsCompletionHints) else None
+
+    def _on_job_end_hint(self, job_id: str) -> None:
+        if self._waiters is not None:
+            self._waiters.wake(job_id)
+
+    def _completion_waiters(self) -> CompletionWaiters:
+        """The waiters of this application's current event bus (made on first use)."""
+        if self._waiters is None or self._waiters.events is not self.observers.events:
+            self._waiters = CompletionWaiters(self.observers.events)
+        return self._waiters
 
     # -- workers -------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast
 
 from ratchet._codec import encode_arguments
 from ratchet._imports import MAIN_MODULE_NAMES, main_module_import_name, qualified_name
@@ -30,9 +30,16 @@ from ratchet._limits import (
     clip,
     echo,
 )
-from ratchet._types import BackoffPolicy, JobPriority, NewJob
+from ratchet._types import BackoffPolicy, Job, JobPriority, JobStatus, NewJob
 from ratchet._uuid import new_job_id
-from ratchet.errors import ArgumentsMismatchError, JobDefinitionError, ValueOutOfRangeError
+from ratchet.errors import (
+    ArgumentsMismatchError,
+    JobCanceledError,
+    JobDefinitionError,
+    JobFailedError,
+    JobNotFoundError,
+    ValueOutOfRangeError,
+)
 
 __all__ = [
     "ON_FAILURE_PARAM",
@@ -242,6 +249,16 @@ class JobApplication(Protocol):
         self, func: Callable[..., Any] | str, /, *args: Any, **kwargs: Any
     ) -> JobBuilder: ...
 
+    async def enqueue_async(
+        self, func: Callable[..., Any] | str, /, *args: Any, **kwargs: Any
+    ) -> str: ...
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def wait_for(self, job_id: str, timeout: float | None = None) -> Job: ...
+
+    async def wait_for_async(self, job_id: str, timeout: float | None = None) -> Job: ...
+
 
 class JobFunction(Generic[P, R]):
     """A function registered as a job. Calling it runs it directly, as before."""
@@ -260,15 +277,61 @@ class JobFunction(Generic[P, R]):
         return self._app.enqueue(self, *args, **kwargs)
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> str:
-        """:meth:`enqueue` without blocking the event loop (runs in a thread)."""
-        return await asyncio.to_thread(self._app.enqueue, self, *args, **kwargs)
+        """:meth:`enqueue` without blocking the event loop (``Ratchet.enqueue_async``:
+        checked on the caller's thread, only the store write runs in a thread)."""
+        return await self._app.enqueue_async(self, *args, **kwargs)
 
     def builder(self, *args: P.args, **kwargs: P.kwargs) -> JobBuilder:
         """A builder to adjust priority, delay, keys, tags or params before submitting."""
         return self._app.builder(self, *args, **kwargs)
 
+    def result(self, job_id: str, *, timeout: float | None = None) -> R:
+        """Wait for the job ``job_id`` of this function (``Ratchet.wait_for``) and return
+        what it returned, decoded from JSON, typed as the function's return type.
+
+        Raises JobFailedError when it was dead-lettered, JobCanceledError when it was
+        canceled (both carry the final ``job``), JobNotFoundError when no job of this
+        function has that id, and TimeoutError past ``timeout`` seconds.
+
+        The value is what the JSON round trip gives back: a tuple returns as a list, a
+        dataclass or model as the dict it was encoded to."""
+        self._check_is_mine(self._app.get_job(job_id), job_id)
+        return self._value_of(self._app.wait_for(job_id, timeout))
+
+    async def result_async(self, job_id: str, *, timeout: float | None = None) -> R:
+        """:meth:`result` without blocking the event loop."""
+        self._check_is_mine(await asyncio.to_thread(self._app.get_job, job_id), job_id)
+        return self._value_of(await self._app.wait_for_async(job_id, timeout))
+
+    def _check_is_mine(self, job: Job | None, job_id: str) -> None:
+        name = self.definition.name
+        if job is not None and job.name != name:
+            raise JobNotFoundError(
+                f"Job {job_id!r} is a {job.name!r} job, not a {name!r} one: ask the "
+                f"result of the function registered as {job.name!r}, or app.wait_for(id)."
+            )
+
+    def _value_of(self, job: Job) -> R:
+        if job.status is JobStatus.FAILED:
+            raise JobFailedError(
+                f"Job {job.id!r} ({job.name}) failed after {job.attempts} attempt(s) and "
+                f"was dead-lettered: {_first_line(job.last_error)} (the whole error: "
+                f"job.last_error). 'ratchet dlq retry {job.id}' runs it again.",
+                job=job,
+            )
+        if job.status is JobStatus.CANCELED:
+            raise JobCanceledError(
+                f"Job {job.id!r} ({job.name}) was canceled; it has no result.", job=job
+            )
+        return cast(R, job.result)
+
     def __repr__(self) -> str:
         return f"<ratchet job {self.definition.name!r}>"
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0] if lines else "no error was recorded"
 
 
 @dataclass(kw_only=True)

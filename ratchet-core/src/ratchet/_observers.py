@@ -62,6 +62,9 @@ class Observers:
         self.clock = DatabaseClock(read_database_time)
         self.execution_middleware: list[ExecutionMiddleware] = []
         self.enqueue_middleware: list[EnqueueMiddleware] = []
+        self.job_ended: Callable[[str], None] | None = None
+        """Told the id of every job that ends here (succeeded, dead-lettered, canceled),
+        after the write: the coordinator's completion hints, when it offers them."""
 
     def add_execution_middleware(self, middleware: ExecutionMiddleware) -> MiddlewareHandle:
         if not callable(middleware):

@@ -6,6 +6,11 @@ the call that received bad input leave nothing half-written behind.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ratchet._types import Job
+
 __all__ = [
     "ArgumentsMismatchError",
     "ArgumentsNotSerializableError",
@@ -16,7 +21,9 @@ __all__ = [
     "InvalidCronError",
     "InvalidProgressError",
     "InvalidStoreURLError",
+    "JobCanceledError",
     "JobDefinitionError",
+    "JobFailedError",
     "JobLogsUnsupportedError",
     "JobNotFoundError",
     "PayloadTooLargeError",
@@ -106,6 +113,23 @@ class JobDefinitionError(RatchetError, ValueError):
 
 class JobNotFoundError(RatchetError, LookupError):
     """No job has the given id."""
+
+
+class JobFailedError(RatchetError):
+    """The job a caller waited for the result of was dead-lettered (FAILED); ``job`` is
+    its final snapshot, ``job.last_error`` the stored error (secrets masked)."""
+
+    def __init__(self, message: str, *, job: Job) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class JobCanceledError(RatchetError):
+    """The job a caller waited for the result of was canceled; ``job`` is its snapshot."""
+
+    def __init__(self, message: str, *, job: Job) -> None:
+        super().__init__(message)
+        self.job = job
 
 
 class InvalidProgressError(RatchetError, ValueError):

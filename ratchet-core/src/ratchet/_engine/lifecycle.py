@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ratchet._engine.failure_text import summarize_failure
+from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, Job, NewJob
 from ratchet.events import (
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from ratchet._observers import Observers
 
 __all__ = ["Lifecycle", "error_fields"]
+
+log = get_logger("ratchet.events")
 
 # The first line of an error message in an event, at most this long.
 EVENT_MESSAGE_CHARS = 500
@@ -99,6 +102,7 @@ class Lifecycle:
                     duration_seconds=duration,
                 )
             )
+        self._ended(job.id)
         if self.callbacks is not None:
             self.callbacks.after_success(job, duration, result_json)
 
@@ -142,8 +146,10 @@ class Lifecycle:
                 )
             if wants_dead:
                 self._dead_lettered(job, reason, error_type, message, at)
-        if retry_delay is None and self.callbacks is not None:
-            self.callbacks.after_failure(job, duration, cause, error_text)
+        if retry_delay is None:
+            self._ended(job.id)
+            if self.callbacks is not None:
+                self.callbacks.after_failure(job, duration, cause, error_text)
 
     def crash_limit_reached(self, job: Job, claim_seq: int, message: str) -> None:
         """Orphan recovery dead-lettered ``job`` (as read before the write) at the crash
@@ -164,8 +170,19 @@ class Lifecycle:
                     error_message=message.splitlines()[0] if message else "",
                 )
             )
+        self._ended(job.id)
         if self.callbacks is not None:
             self.callbacks.after_crash_limit(job, message)
+
+    def _ended(self, job_id: str) -> None:
+        """Tell whoever waits for ``job_id`` elsewhere (``Observers.job_ended``)."""
+        announce = self.observers.job_ended
+        if announce is None:
+            return
+        try:
+            announce(job_id)
+        except Exception:  # a coordinator must never raise; a bug must not cost the job
+            log.exception("Announcing the end of job %s failed; waiters will read it.", job_id)
 
     def _dead_lettered(
         self, job: ClaimedJob, reason: str, error_type: str, message: str, at: datetime | None

@@ -83,7 +83,12 @@ from ratchet.spi._conflicts import (
     job_not_stored,
     retry_blocked_by_business_key,
 )
-from ratchet.spi._coordinator import ClusterCoordinator, NoOpClusterCoordinator, WakeupHint
+from ratchet.spi._coordinator import (
+    ClusterCoordinator,
+    NoOpClusterCoordinator,
+    SupportsCompletionHints,
+    WakeupHint,
+)
 from ratchet.spi._identity import DefaultNodeIdentityProvider, NodeIdentityProvider
 from ratchet.spi._plugin_tools import ensure_database_main, lazy_exports, require_url_scheme
 from ratchet.spi._reconnect import ConnectionLostError, run_idempotent
@@ -149,6 +154,7 @@ __all__ = [
     "StartupCoordinator",
     "StoreStartupCoordinator",
     "SupportsBatchCompletion",
+    "SupportsCompletionHints",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
     "SupportsPendingAges",

@@ -10,6 +10,11 @@ notify/close semantics that never raise.
 Wire envelope (version 2, JSON text)::
 
     {"v": 2, "node": "<source node id>", "prio": 0..4, "target": "<execution target>" | null}
+
+Completion hints (:class:`~ratchet.spi.SupportsCompletionHints`) ride the same envelope
+with one more field: ``"watch": [job ids], "ttl": seconds`` (a waiter asks to hear of
+those jobs' ends) or ``"ended": [job ids]`` (a node announces them). They keep ``node``
+and ``prio`` (0), so a node that predates them takes one for a wakeup and merely polls.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ import json
 import logging
 import random
 import threading
+import time
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +35,7 @@ from ratchet.spi._coordinator import ClusterCoordinator, WakeupHint
 
 __all__ = [
     "ENVELOPE_VERSION",
+    "MAX_WATCHED_JOBS",
     "RESYNC_SOURCE",
     "BroadcastClusterCoordinator",
     "CoordinatorMetrics",
@@ -43,6 +50,8 @@ ENVELOPE_VERSION = 2
 RESYNC_SOURCE = "ratchet:reconnected"
 """Source node of the local hint a coordinator gives its own listeners after reconnecting."""
 PRE_REGISTRATION_CAPACITY = 256
+MAX_WATCHED_JOBS = 10_000
+"""The most watched job ids one node keeps (the oldest watch is forgotten first)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -100,8 +109,50 @@ def encode_envelope(priority: int, source: str, execution_target: str | None) ->
     )
 
 
+def _encode_completion(source: str, **fields: Any) -> str:
+    envelope = {"v": ENVELOPE_VERSION, "node": source, "prio": 0, "target": None, **fields}
+    return json.dumps(envelope, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Watch:
+    source_node: str
+    job_ids: tuple[str, ...]
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    source_node: str
+    job_ids: tuple[str, ...]
+
+
+def _decode_message(payload: object) -> WakeupHint | _Watch | _Ended:
+    """A wakeup hint, a watch or an end; raises EnvelopeError for anything else."""
+    hint, data = _decode(payload)
+    if "watch" in data:
+        seconds = data.get("ttl")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise EnvelopeError(f"watch envelope {data!r} lacks a ttl in seconds")
+        return _Watch(hint.source_node, _job_ids(data, "watch"), float(seconds))
+    if "ended" in data:
+        return _Ended(hint.source_node, _job_ids(data, "ended"))
+    return hint
+
+
+def _job_ids(data: dict[str, Any], field_name: str) -> tuple[str, ...]:
+    ids = data[field_name]
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise EnvelopeError(f"envelope field {field_name!r} is not a list of job ids: {ids!r}")
+    return tuple(ids)
+
+
 def decode_envelope(payload: object) -> WakeupHint:
     """Parse a payload; raises EnvelopeError for anything but a valid version-2 envelope."""
+    return _decode(payload)[0]
+
+
+def _decode(payload: object) -> tuple[WakeupHint, dict[str, Any]]:
     if not isinstance(payload, str | bytes | bytearray):
         raise EnvelopeError(f"wakeup payload {payload!r} is not text")
     try:
@@ -120,11 +171,12 @@ def decode_envelope(payload: object) -> WakeupHint:
         raise EnvelopeError(f"wakeup envelope {data!r} lacks a node id or a priority")
     if target is not None and not isinstance(target, str):
         raise EnvelopeError(f"wakeup envelope target {target!r} is not a string")
-    return WakeupHint(priority=prio, source_node=node, execution_target=target)
+    return WakeupHint(priority=prio, source_node=node, execution_target=target), data
 
 
 class BroadcastClusterCoordinator(ClusterCoordinator):
-    """Envelope, self-suppression, listeners, buffering and counters over any transport."""
+    """Envelope, self-suppression, listeners, buffering and counters over any transport;
+    completion hints (:class:`~ratchet.spi.SupportsCompletionHints`) too."""
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
@@ -133,6 +185,9 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
         self._early: collections.deque[WakeupHint] = collections.deque()
         self._closed = False
         self._counts = dict.fromkeys(CoordinatorMetrics.__dataclass_fields__, 0)
+        # Job ids other nodes wait for -> when their watch expires (monotonic seconds).
+        self._watched: dict[str, float] = {}
+        self._end_listeners: list[Callable[[str], None]] = []
 
     # -- transport, supplied by subclasses -----------------------------------------------
 
@@ -149,10 +204,14 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
     def notify_new_work(
         self, priority: int, source: str, execution_target: str | None = None
     ) -> None:
+        self._send(encode_envelope(priority, source, execution_target))
+
+    def _send(self, payload: str) -> None:
+        """Publish one envelope; a failure is counted and logged (rate-limited), never raised."""
         if self._closed:
             return
         try:
-            self.publish(encode_envelope(priority, source, execution_target))
+            self.publish(payload)
         except Exception as exc:
             failures = self._count("transport_failures")
             if failures == 1 or failures % 100 == 0:
@@ -164,6 +223,44 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
                 )
             return
         self._count("sent")
+
+    # -- completion hints ----------------------------------------------------------------
+
+    def watch_jobs(self, job_ids: Sequence[str], seconds: float) -> None:
+        if job_ids:
+            self._send(_encode_completion(self.node_id, watch=list(job_ids), ttl=seconds))
+
+    def notify_job_ended(self, job_id: str) -> None:
+        if not self._watched:  # nobody waits anywhere: the cost of every finished job
+            return
+        with self._lock:
+            expires = self._watched.pop(job_id, None)
+        if expires is not None and expires >= time.monotonic():
+            self._send(_encode_completion(self.node_id, ended=[job_id]))
+
+    def register_end_listener(self, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._end_listeners.append(listener)
+
+    def _watch(self, job_ids: tuple[str, ...], seconds: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for job_id in job_ids:
+                self._watched.pop(job_id, None)  # re-inserted last: the newest watch
+                self._watched[job_id] = now + seconds
+            while len(self._watched) > MAX_WATCHED_JOBS:
+                del self._watched[next(iter(self._watched))]
+
+    def _ended(self, job_ids: tuple[str, ...]) -> None:
+        with self._lock:
+            listeners = list(self._end_listeners)
+        for job_id in job_ids:
+            for listener in listeners:
+                try:
+                    listener(job_id)
+                except Exception:
+                    self._count("listener_failures")
+                    log.exception("A job-end listener raised; the other listeners still run.")
 
     def register_wakeup_listener(self, listener: Callable[[WakeupHint], None]) -> None:
         with self._lock:
@@ -208,14 +305,21 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
         if self._closed:
             return
         try:
-            hint = decode_envelope(payload)
+            message = _decode_message(payload)
         except EnvelopeError as exc:
             self._count("transport_failures")
             log.error("Rejected a wakeup message: %s.", exc)
             return
-        if hint.source_node == self.node_id:
+        if message.source_node == self.node_id:
             self._count("ignored_self")
             return
+        if isinstance(message, _Watch):
+            self._watch(message.job_ids, message.seconds)
+            return
+        if isinstance(message, _Ended):
+            self._ended(message.job_ids)
+            return
+        hint = message
         with self._lock:
             self._counts["received"] += 1
             listeners = list(self._listeners)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-__all__ = ["ClusterCoordinator", "NoOpClusterCoordinator", "WakeupHint"]
+__all__ = [
+    "ClusterCoordinator",
+    "NoOpClusterCoordinator",
+    "SupportsCompletionHints",
+    "WakeupHint",
+]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,3 +74,31 @@ class NoOpClusterCoordinator(ClusterCoordinator):
 
     def close(self) -> None:
         return None
+
+
+@runtime_checkable
+class SupportsCompletionHints(Protocol):
+    """A coordinator that tells a waiting node when a job it waits for has ended, so
+    ``Ratchet.wait_for`` wakes at once instead of at its next read of the store.
+
+    Best effort, like wakeup hints: a lost message only means the waiter finds the end at
+    its next read. Nothing is sent for jobs nobody watches, so a cluster where nobody waits
+    pays one set lookup per finished job. :class:`BroadcastClusterCoordinator` implements
+    it for every transport it carries.
+    """
+
+    def watch_jobs(self, job_ids: Sequence[str], seconds: float) -> None:
+        """Ask every other node to announce the end of these jobs during the next
+        ``seconds`` (a waiter repeats the watch to wait longer). Must never raise."""
+        ...
+
+    def notify_job_ended(self, job_id: str) -> None:
+        """This node recorded ``job_id``'s end (succeeded, dead-lettered, canceled):
+        announce it when another node watches it, once. Called for every job that ends,
+        so it must cost next to nothing when nobody watches. Must never raise."""
+        ...
+
+    def register_end_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(job_id)`` for every end another node announces. One listener
+        raising must not stop the others."""
+        ...

@@ -16,8 +16,9 @@ fixture returning a :class:`CoordinatorHarness` for their transport::
 
 Coordinators must expose ``metrics() -> ratchet.spi.CoordinatorMetrics`` (the
 :class:`ratchet.spi.BroadcastClusterCoordinator` base does). The contracts follow the
-original Ratchet coordinator kit (17 required, 2 optional) and add one end to end: a hint
-wakes an idle worker in another OS process.
+original Ratchet coordinator kit (17 required, 2 optional) and add one end to end (a hint
+wakes an idle worker in another OS process) and the optional completion hints
+(``SupportsCompletionHints``, which ``Ratchet.wait_for`` uses).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ratchet_tck.coordinator._base import (
     wait_until_processed,
 )
 from ratchet_tck.coordinator.buffer import MAX_BUFFERED, BufferContracts
+from ratchet_tck.coordinator.completion import CompletionContracts
 from ratchet_tck.coordinator.delivery import DeliveryContracts, EnvelopeContracts
 from ratchet_tck.coordinator.lifecycle import (
     LifecycleContracts,
@@ -72,5 +74,6 @@ class ClusterCoordinatorSuite(
     TransportContracts,
     WakeupContracts,
     BufferContracts,
+    CompletionContracts,
 ):
     """Every coordinator contract, CORE to ADVANCED."""
