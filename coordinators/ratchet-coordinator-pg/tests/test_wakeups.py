@@ -10,6 +10,7 @@ import pytest
 
 from ratchet import Ratchet, RatchetOptions
 from ratchet_coordinator_pg import PostgreSQLClusterCoordinator
+from ratchet_coordinator_pg import coordinator as coordinator_module
 from ratchet_coordinator_pg._plugin import availability
 from ratchet_tck.wakeup import assert_idle_worker_wakes
 
@@ -52,3 +53,18 @@ def test_idle_worker_in_another_process_wakes_at_once(tmp_path: Path, postgresql
     assert_idle_worker_wakes(
         postgresql_url, "pg", "PostgreSQLClusterCoordinator", env={"RATCHET_PG_CHANNEL": channel}
     )
+
+
+@pytest.mark.server
+def test_close_interrupts_the_listening_thread(
+    monkeypatch: pytest.MonkeyPatch, postgresql_url: str
+) -> None:
+    """``close()`` wakes the listening thread out of its wait (a pipe of its own), so the
+    thread has ended when ``close()`` returns. Before, it waited for a 0.5 s polling tick;
+    with the wait stretched to a minute here, only the wake-up can end it within the
+    join of ``close()``."""
+    monkeypatch.setattr(coordinator_module, "LISTEN_WAKE_SECONDS", 60.0)
+    coordinator = PostgreSQLClusterCoordinator(postgresql_url, "node-closing", ready_timeout=10)
+    assert coordinator.ready
+    coordinator.close()
+    assert not coordinator._thread.is_alive()

@@ -7,12 +7,16 @@ listeners connected at the time it is committed, which fits hints: a node that m
 still polls. When the listening connection breaks (server restart,
 ``pg_terminate_backend``) the thread reconnects with full-jitter exponential backoff (0.2 s
 to 30 s) and then wakes the local poller once (``resync``), because notifications sent
-meanwhile are lost.
+meanwhile are lost. The listening thread sleeps in ``select`` on the connection's socket
+and on a wake-up pipe of its own, so :meth:`close` interrupts it at once instead of
+waiting for a polling tick.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import select
 import threading
 from typing import Any
 
@@ -37,6 +41,7 @@ __all__ = ["DEFAULT_CHANNEL", "PostgreSQLClusterCoordinator"]
 log = get_logger("ratchet.coordinator.pg")
 
 MAX_PAYLOAD_BYTES = 7999  # PostgreSQL's NOTIFY payload limit is 8000 bytes
+LISTEN_WAKE_SECONDS = 5.0
 _CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
@@ -72,6 +77,8 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
         self._sender: psycopg.Connection[Any] | None = None
         self._stop = threading.Event()
         self._listening = threading.Event()
+        # Written once by close(): wakes the listening thread out of select().
+        self._wake_read, self._wake_write = os.pipe()
         self._thread = threading.Thread(
             target=self._listen, name=f"ratchet-pg-listen-{node_id}", daemon=True
         )
@@ -147,7 +154,11 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
 
     def close_transport(self) -> None:
         self._stop.set()
+        os.write(self._wake_write, b"x")
         self._thread.join(timeout=5)
+        os.close(self._wake_write)
+        if not self._thread.is_alive():  # else the thread may still select() on it
+            os.close(self._wake_read)
         with self._send_lock:
             if self._sender is not None:
                 self._sender.close()
@@ -171,9 +182,11 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
                         log.info("LISTEN/NOTIFY coordinator reconnected.")
                         self.resync()
                     while not self._stop.is_set():
-                        for notify in conn.notifies(timeout=0.5):
+                        # Read first: a notification may already wait in the buffer.
+                        for notify in conn.notifies(timeout=0):
                             self.deliver(notify.payload)
-            except psycopg.Error as exc:
+                        self._wait_readable(conn)
+            except (psycopg.Error, OSError) as exc:
                 self._listening.clear()
                 wait = backoff.failed()
                 level = backoff.log_level()
@@ -186,3 +199,10 @@ class PostgreSQLClusterCoordinator(BroadcastClusterCoordinator):
                     )
                 self._stop.wait(wait)
         self._listening.clear()
+
+    def _wait_readable(self, conn: psycopg.Connection[Any]) -> None:
+        """Sleep until the server sends something (a notification, or the end of a
+        broken connection, which the next read raises) or :meth:`close` wakes us. The
+        timeout only bounds how long a silently dead peer goes unnoticed between the
+        keepalives."""
+        select.select([conn.fileno(), self._wake_read], [], [], LISTEN_WAKE_SECONDS)
