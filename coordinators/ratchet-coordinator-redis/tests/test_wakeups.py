@@ -9,6 +9,7 @@ import pytest
 
 from ratchet import RatchetOptions
 from ratchet_coordinator_redis import RedisClusterCoordinator
+from ratchet_coordinator_redis import coordinator as coordinator_module
 from ratchet_coordinator_redis._plugin import availability
 from ratchet_tck.coordinator import package_checks as checks
 
@@ -56,3 +57,17 @@ def test_password_never_reaches_the_log(caplog: pytest.LogCaptureFixture) -> Non
 
 def test_loading_plugins_does_not_import_redis() -> None:
     checks.assert_loading_plugins_does_not_import("redis")
+
+
+@pytest.mark.server
+def test_close_interrupts_the_listening_thread(
+    monkeypatch: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    """``close()`` publishes once on the node's own stop channel, which wakes the
+    listening thread out of its wait, so the thread has ended when ``close()`` returns
+    (with the wait stretched to a minute here, nothing else could end it in time)."""
+    monkeypatch.setattr(coordinator_module, "LISTEN_WAKE_SECONDS", 60.0)
+    coordinator = RedisClusterCoordinator(redis_url, "node-closing", ready_timeout=10)
+    assert coordinator.ready
+    coordinator.close()
+    assert not coordinator._thread.is_alive()
