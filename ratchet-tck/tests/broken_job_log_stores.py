@@ -100,7 +100,11 @@ class NewestPendingAgeStore(SQLiteJobStore):
     """Reports the age of each priority's newest due job instead of its oldest."""
 
     statements = SQLiteJobStore.statements.replacing(
-        oldest_pending=changed(sql.OLDEST_PENDING, "MIN(scheduled_at)", "MAX(scheduled_at)")
+        oldest_pending=changed(
+            sql.OLDEST_PENDING,
+            "ORDER BY scheduled_at LIMIT 1",
+            "ORDER BY scheduled_at DESC LIMIT 1",
+        )
     )
 
 
@@ -119,4 +123,33 @@ class RunningJobsWaitStore(SQLiteJobStore):
         oldest_pending=changed(
             sql.OLDEST_PENDING, "status = 'PENDING'", "status IN ('PENDING', 'RUNNING')"
         )
+    )
+
+
+# The activity probe (SupportsActivityProbe).
+
+
+class IgnoresRunningJobsProbeStore(SQLiteJobStore):
+    """Forgets the RUNNING probe: a worker busy with the last jobs looks idle."""
+
+    statements = SQLiteJobStore.statements.replacing(
+        has_due_or_running=changed(
+            sql.HAS_DUE_OR_RUNNING, "WHERE status = 'RUNNING'", "WHERE status = 'NOT-A-STATUS'"
+        )
+    )
+
+
+class FutureJobsAreActivityProbeStore(SQLiteJobStore):
+    """Counts PENDING jobs scheduled later as due (no ``scheduled_at <= now``)."""
+
+    statements = SQLiteJobStore.statements.replacing(
+        has_due_or_running=sql.HAS_DUE_OR_RUNNING.replace("AND scheduled_at <=", "AND 1e300 >")
+    )
+
+
+class SkipsLowestPriorityProbeStore(SQLiteJobStore):
+    """Probes four priorities of five (LOWEST is left out)."""
+
+    statements = SQLiteJobStore.statements.replacing(
+        has_due_or_running=changed(sql.HAS_DUE_OR_RUNNING, "AND priority = 0", "AND priority = 9")
     )

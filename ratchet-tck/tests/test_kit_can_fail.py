@@ -155,6 +155,17 @@ CATALOGUE = [
         "RunningJobsWaitStore",
         "test_oldest_pending_age_is_per_priority_and_counts_only_due_pending_jobs",
     ),
+    # the activity probe (SupportsActivityProbe)
+    (
+        "IgnoresRunningJobsProbeStore",
+        "test_only_running_and_due_pending_jobs_count_as_activity",
+    ),
+    (
+        "FutureJobsAreActivityProbeStore",
+        "test_only_running_and_due_pending_jobs_count_as_activity",
+    ),
+    ("FutureJobsAreActivityProbeStore", "test_a_job_becomes_activity_when_it_comes_due"),
+    ("SkipsLowestPriorityProbeStore", "test_a_due_job_of_any_priority_is_activity"),
 ]
 
 

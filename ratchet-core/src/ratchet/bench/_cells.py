@@ -44,7 +44,7 @@ from ratchet.bench._job import JOB_NAME, PAD, bench_app
 from ratchet.bench._process import CellError, CellProcess
 from ratchet.bench._stats import now_ns, percentile
 from ratchet.bench._verify import verify_drain
-from ratchet.spi import JobStore, SupportsTestReset
+from ratchet.spi import JobStore, SupportsActivityProbe, SupportsTestReset
 
 __all__ = ["CELLS", "SIZES", "BenchSession", "BenchSizes"]
 
@@ -159,9 +159,15 @@ class BenchSession:
         return int(self.store.count_jobs().get(status, 0))
 
     def _active(self) -> bool:
-        """Whether any job is PENDING or RUNNING. Two indexed one-row reads: polled every
-        20 ms during a drain, a full count would load the database it measures."""
-        return any(self.store.list_jobs(status=status, limit=1) for status in _ACTIVE)
+        """Whether any job is due or RUNNING (the drain's jobs are all due): polled every
+        20 ms during a drain, so it must not load the database it measures. The store's
+        activity probe (``SupportsActivityProbe``: a few index probes) when it has one;
+        else a one-row listing per status, which reads every job of a status that share
+        a creation time, as a bulk-enqueued backlog does."""
+        store = self.store
+        if isinstance(store, SupportsActivityProbe):
+            return store.has_due_or_running_jobs()
+        return any(store.list_jobs(status=status, limit=1) for status in _ACTIVE)
 
     def _spawn_worker(self, *extra: str) -> CellProcess:
         self._serial += 1

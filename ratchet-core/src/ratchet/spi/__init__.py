@@ -65,6 +65,7 @@ from ratchet.spi._broadcast import (
     encode_envelope,
 )
 from ratchet.spi._capabilities import (
+    SupportsActivityProbe,
     SupportsBatchCompletion,
     SupportsEnqueueHints,
     SupportsJobLogs,
@@ -153,6 +154,7 @@ __all__ = [
     "RowDecoder",
     "StartupCoordinator",
     "StoreStartupCoordinator",
+    "SupportsActivityProbe",
     "SupportsBatchCompletion",
     "SupportsCompletionHints",
     "SupportsEnqueueHints",

@@ -9,6 +9,7 @@ from ratchet._job_logs import JobLogLine, JobProgress
 from ratchet._types import Completion, NewJob
 
 __all__ = [
+    "SupportsActivityProbe",
     "SupportsBatchCompletion",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
@@ -168,6 +169,24 @@ class SupportsJobLogs(Protocol):
         then progress records whose ``updated_at``, is before database-now minus
         ``older_than_seconds``; returns how many were deleted. Newer lines and progress
         are never deleted. ``batch_size <= 0`` deletes nothing."""
+        ...
+
+
+@runtime_checkable
+class SupportsActivityProbe(Protocol):
+    """A store that says in one cheap read whether any work is left right now (a drain
+    monitor, ``ratchet bench`` and the dashboard poll it, often)."""
+
+    def has_due_or_running_jobs(self) -> bool:
+        """Whether at least one job is RUNNING, or PENDING and due (``scheduled_at`` at
+        or before database-now).
+
+        ``False`` when every job is finished (SUCCEEDED, FAILED, CANCELED), archived, or
+        PENDING but scheduled later. The cost must not grow with the number of jobs, of
+        any status, future PENDING ones included: probe the claim's index once per
+        priority (one range across priorities walks every future job of a level before
+        reaching the next) and the RUNNING jobs once. Read-only.
+        """
         ...
 
 

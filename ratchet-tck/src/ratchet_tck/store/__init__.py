@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 from ratchet_tck.store._base import StoreSuiteBase, new_job, run_concurrently
+from ratchet_tck.store.activity import ActivityProbeContracts
 from ratchet_tck.store.atomicity import AtomicityContracts
 from ratchet_tck.store.batch import BatchCompletionContracts
 from ratchet_tck.store.claim import ClaimContracts
@@ -88,6 +89,7 @@ class JobStoreSuite(
     ReconnectContracts,
     JobLogContracts,
     PendingAgeContracts,
+    ActivityProbeContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -81,6 +81,29 @@ class ReadOperations(FencedCollections):
 
     @unavailable
     @idempotent
+    def has_due_or_running_jobs(self) -> bool:
+        """SupportsActivityProbe: one RUNNING job, or per priority one due PENDING job (a
+        short range of the claim index each, as the claim reads them)."""
+        self._check_open()
+        if self._jobs.find_one({"status": JobStatus.RUNNING.value}, projection={"_id": 1}):
+            return True
+        now = self._now()
+        return any(
+            self._jobs.find_one(
+                {
+                    "status": JobStatus.PENDING.value,
+                    "priority": int(priority),
+                    "scheduled_at": {"$lte": now},
+                },
+                projection={"_id": 1},
+                sort=[("scheduled_at", ASCENDING)],
+            )
+            is not None
+            for priority in sorted(JobPriority, reverse=True)
+        )
+
+    @unavailable
+    @idempotent
     def find_job_id_by_idempotency_key(self, key: str) -> str | None:
         self._check_open()
         doc = self._idempotency.find_one({"_id": key})

@@ -9,8 +9,8 @@ the database clock to the parts:
 * ``_enqueue``: ``enqueue``, ``enqueue_many`` and their undo;
 * ``_claim``: ``claim_due_jobs``;
 * ``_outcomes``: complete, fail, retry, release, mark started, cancel, late outcome;
-* ``_reads``: jobs, counts, queue ages (``SupportsPendingAges``), key look-ups, execution
-  records;
+* ``_reads``: jobs, counts, queue ages (``SupportsPendingAges``), the activity probe
+  (``SupportsActivityProbe``), key look-ups, execution records;
 * ``_cluster``: nodes, locks, orphan recovery, stale execution records;
 * ``_recurring``: recurring definitions and fires, cancel by business key or tag;
 * ``_archive``: archive and purges;

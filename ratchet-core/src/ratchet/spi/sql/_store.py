@@ -73,7 +73,8 @@ STATEMENTS = frozenset(
         "list_jobs_by_tag",  # tag, limit
         "list_jobs_by_status_and_tag",  # status, tag, limit
         "count_jobs",  # -> (status, count)
-        "oldest_pending",  # -> (priority, min scheduled_at of due PENDING jobs, now)
+        "oldest_pending",  # -> (priority, min scheduled_at of its due PENDING jobs | NULL, now)
+        "has_due_or_running",  # -> (1 when a job is RUNNING or due PENDING, else 0,)
         "select_idempotency_key",  # key -> (job_id)
         "select_executions",  # id -> executions by claim_seq
         "record_late_outcome",  # id, claim_seq, execution_status, message
@@ -422,9 +423,17 @@ class SQLJobStore(JobStore):
         with the database-now it is measured against."""
         ages: dict[int, float] = {}
         for priority, oldest, now in self._query("oldest_pending"):
+            if oldest is None:  # nothing of this priority is due
+                continue
             waited = (self.decode.time(now) - self.decode.time(oldest)).total_seconds()
             ages[int(priority)] = max(0.0, waited)
         return ages
+
+    def has_due_or_running_jobs(self) -> bool:
+        """SupportsActivityProbe: one statement of index probes (RUNNING, then each
+        priority's due PENDING range)."""
+        row = self._query_one("has_due_or_running")
+        return row is not None and bool(row[0])
 
     def find_job_id_by_idempotency_key(self, key: str) -> str | None:
         row = self._query_one("select_idempotency_key", {"key": key})
