@@ -62,6 +62,7 @@ from ratchet.spi import (
 
 if TYPE_CHECKING:
     from ratchet._engine.worker import Worker
+    from ratchet.testing import Testing
 
 __all__ = ["DEFAULT_STORE_URL", "Ratchet", "job_log_store"]
 
@@ -838,6 +839,16 @@ class Ratchet:
             concurrency=concurrency,
             wait_for_retries=wait_for_retries,
         )
+
+    def testing(self) -> Testing:
+        """A testing block: ``with app.testing() as t:`` moves this application onto a
+        private in-memory store with a clock that stands still (``t.advance(seconds)``
+        moves it), fast polls and no coordinator, and puts everything back on exit, also
+        when the block raises; the configured store is never touched inside. ``t``
+        finds, asserts and runs jobs: see :class:`ratchet.testing.Testing`."""
+        from ratchet.testing import Testing
+
+        return Testing(self)
 
     def _node_context(self) -> NodeContext:
         """What a worker (and its recurring scheduler and runner) gets of this

@@ -10,10 +10,21 @@ from __future__ import annotations
 from ratchet._types import JobPriority
 from ratchet.spi.sql import Statements
 
-__all__ = ["JOB_COLUMNS", "NOW", "RECURRING_COLUMNS", "STATEMENTS"]
+__all__ = [
+    "JOB_COLUMNS",
+    "NOW",
+    "RECURRING_COLUMNS",
+    "STATEMENTS",
+    "TEST_CLOCK_FUNCTION",
+    "statements_on_test_clock",
+]
 
 NOW = "(julianday('now') - 2440587.5) * 86400.0"
 """SQLite's clock in epoch seconds."""
+
+TEST_CLOCK_FUNCTION = "ratchet_test_clock"
+"""The SQL function a store on a test clock reads instead of :data:`NOW` (registered on
+its connection by ``SQLiteJobStore.use_test_clock``)."""
 
 JOB_COLUMNS = (
     "id, name, target, args_json, kwargs_json, status, priority, attempts, max_retries, "
@@ -37,13 +48,28 @@ def _due_at_level(priority: int) -> str:
     )
 
 
-STATEMENTS = Statements.load(
-    "ratchet.stores.sqlite",
-    "queries.sql",
-    fragments={
-        "now": NOW,
-        "job_columns": JOB_COLUMNS,
-        "recurring_columns": RECURRING_COLUMNS,
-        "due_candidates": " UNION ALL ".join(_due_at_level(int(p)) for p in JobPriority),
-    },
-)
+def _load(now: str) -> Statements:
+    return Statements.load(
+        "ratchet.stores.sqlite",
+        "queries.sql",
+        fragments={
+            "now": now,
+            "job_columns": JOB_COLUMNS,
+            "recurring_columns": RECURRING_COLUMNS,
+            "due_candidates": " UNION ALL ".join(_due_at_level(int(p)) for p in JobPriority),
+        },
+    )
+
+
+STATEMENTS = _load(NOW)
+
+_on_test_clock: list[Statements] = []  # loaded on first use: production never pays for it
+
+
+def statements_on_test_clock() -> Statements:
+    """:data:`STATEMENTS` with every reading of the clock calling
+    :data:`TEST_CLOCK_FUNCTION` instead: the same texts otherwise, so every statement of a
+    store on a test clock reads that one clock (``ratchet.testing``)."""
+    if not _on_test_clock:
+        _on_test_clock.append(_load(f"{TEST_CLOCK_FUNCTION}()"))
+    return _on_test_clock[0]

@@ -42,7 +42,11 @@ from ratchet.stores.sqlite._database import (
 )
 from ratchet.stores.sqlite._files import DatabaseFile, database_error, require_database_file
 from ratchet.stores.sqlite._rows import DECODER
-from ratchet.stores.sqlite._statements import STATEMENTS
+from ratchet.stores.sqlite._statements import (
+    STATEMENTS,
+    TEST_CLOCK_FUNCTION,
+    statements_on_test_clock,
+)
 from ratchet.stores.sqlite._transactional import SQLiteTransactionalEnqueue
 
 __all__ = ["SQLiteJobStore", "schema_sql"]
@@ -117,6 +121,7 @@ class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
             self._file = DatabaseFile.opened(path)
         self._lock = self._db.lock
         self._conn = self._db.conn
+        self._statements_off_test_clock = self.statements  # see use_test_clock
         self._migrate_on_open(auto_migrate)
 
     @classmethod
@@ -225,6 +230,23 @@ class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
             if not self._closed:
                 self._closed = True
                 self._db.release()
+
+    def use_test_clock(self, clock: Callable[[], float] | None) -> None:
+        """Read the time from ``clock()`` (epoch seconds) instead of SQLite's clock in
+        every statement this store instance runs, until called with ``None``: how
+        :mod:`ratchet.testing` moves the clock of its private store. Other instances on
+        the same database (``memory://NAME``) keep SQLite's clock. The usual statements
+        never call into Python, so a store that is not on a test clock pays nothing."""
+        with self._lock:
+            self._check_open()
+            if clock is None:
+                self._conn.create_function(TEST_CLOCK_FUNCTION, 0, None)
+                self.statements = self._statements_off_test_clock
+                return
+            if self.statements is not statements_on_test_clock():
+                self._statements_off_test_clock = self.statements
+            self._conn.create_function(TEST_CLOCK_FUNCTION, 0, clock)
+            self.statements = statements_on_test_clock()
 
     def reset_for_tests(self) -> None:
         """Delete every row of every Ratchet table (conformance kit and test suites only)."""
