@@ -230,6 +230,9 @@ def test_the_flask_example_runs_with_the_command_in_its_readme(tmp_path: Path) -
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C as in a terminal: a shell running this suite in the background hands its
+        # children SIGINT ignored, and Python then raises no KeyboardInterrupt.
+        preexec_fn=_sigint_as_in_a_terminal,  # noqa: PLW1509 (it only resets a disposition)
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -257,3 +260,7 @@ def test_the_flask_example_runs_with_the_command_in_its_readme(tmp_path: Path) -
             "Welcome mail from hello@example.com sent to ada@example.com"
         ), output
         assert stored.store.list_nodes() == [], output  # the worker drained and left
+
+
+def _sigint_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
