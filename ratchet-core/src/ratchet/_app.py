@@ -29,6 +29,7 @@ from ratchet._observers import (
     MiddlewareHandle,
     Observers,
 )
+from ratchet._redact import add_redactor
 from ratchet._types import (
     BackoffPolicy,
     Execution,
@@ -118,7 +119,9 @@ class Ratchet:
     ``sqlite:///ratchet.db`` in the working directory. Keyword ``options`` are the fields
     of :class:`~ratchet.RatchetOptions` and win over ``RATCHET_*`` variables.
     ``coordinator`` is a ClusterCoordinator instance or a coordinator name (``"none"``
-    turns push wakeups off).
+    turns push wakeups off). ``redactor`` (``text -> text``) masks what the built-in
+    rules do not know, in stored errors, logs and CLI output, for the whole process
+    (see :mod:`ratchet._redact`, rule 5).
     """
 
     def __init__(
@@ -130,8 +133,11 @@ class Ratchet:
         coordinator: ClusterCoordinator | str | None = None,
         node_identity: NodeIdentityProvider | None = None,
         plugins: PluginRegistry | None = None,
+        redactor: Callable[[str], str] | None = None,
         **options: Any,
     ) -> None:
+        if redactor is not None:  # first: everything below may already log
+            add_redactor(redactor)
         if isinstance(coordinator, str):  # a coordinator name, like RATCHET_COORDINATOR
             options["coordinator"] = coordinator
             coordinator = None

@@ -18,13 +18,36 @@ errors (``last_error``, execution messages), the records of Ratchet's loggers (s
 4. **E-mail addresses**: ``alice@example.com`` becomes ``***@example.com``.
 
 Masking is idempotent (masked text masks to itself) and errs towards masking too much.
+
+5. **Your own rules**: ``Ratchet(..., redactor=fn)`` (or :func:`add_redactor`) adds
+   ``fn(text) -> text``, run after the rules above on everything they mask (customer
+   numbers, card numbers, internal host names). It can only add masking: the built-in
+   rules always run first. Logs are process-wide, so a redactor applies to every
+   application of the process once added. A redactor that raises withholds the whole
+   text rather than let through what it was meant to mask.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable
 
-__all__ = ["redact"]
+__all__ = ["add_redactor", "redact", "remove_redactor"]
+
+Redactor = Callable[[str], str]
+
+
+class _CustomRedactors:
+    """The redactors added to this process; ``functions`` is replaced whole under the
+    lock, so :func:`redact` reads it without one."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.functions: tuple[Redactor, ...] = ()
+
+
+_custom = _CustomRedactors()
 
 # A key names a secret when it contains one of these words: PGPASSWORD, db_password,
 # sslpassword, X-Api-Key, AWS_SECRET_ACCESS_KEY, refresh_token, …
@@ -67,4 +90,32 @@ def redact(text: str) -> str:
     text = _URL_USERINFO.sub(r"\g<head>***@", text)
     text = _ASSIGNMENT.sub(r"\g<head>***", text)
     text = _QUOTED_KEY.sub(r"\g<head>\g<quote>***\g<quote>", text)
-    return _EMAIL.sub(r"***@\g<domain>", text)
+    text = _EMAIL.sub(r"***@\g<domain>", text)
+    for custom in _custom.functions:
+        try:
+            masked = custom(text)
+        except Exception as exc:  # never log here: logging itself goes through redact
+            return f"[text withheld: the custom redactor {custom!r} raised {type(exc).__name__}]"
+        if not isinstance(masked, str):
+            return f"[text withheld: the custom redactor {custom!r} returned no text]"
+        text = masked
+    return text
+
+
+def add_redactor(redactor: Redactor) -> None:
+    """Run ``redactor(text) -> text`` after the built-in rules in every :func:`redact`
+    of this process (adding the same function again changes nothing)."""
+    if not callable(redactor):
+        raise TypeError(
+            f"redactor must be a function taking text and returning the masked text, "
+            f"not {redactor!r}."
+        )
+    with _custom.lock:
+        if redactor not in _custom.functions:
+            _custom.functions = (*_custom.functions, redactor)
+
+
+def remove_redactor(redactor: Redactor) -> None:
+    """Stop running ``redactor`` (tests; a no-op when it was never added)."""
+    with _custom.lock:
+        _custom.functions = tuple(r for r in _custom.functions if r is not redactor)
