@@ -1,12 +1,25 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from ratchet import Ratchet
+
+BOUND = 30.0  # seconds: an upper bound on waits, never an assertion about speed
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after :data:`BOUND` s."""
+    deadline = time.monotonic() + BOUND
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Gave up waiting for {what}.")
+        time.sleep(0.01)
+
 
 FAST = {
     "poll_burst_seconds": 0.02,

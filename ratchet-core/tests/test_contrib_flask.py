@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -19,22 +18,13 @@ import httpx
 import pytest
 from flask import Flask, current_app
 
-from conftest import FAST
+from conftest import BOUND, FAST, wait_until
 from ratchet import JobStatus, Ratchet
 from ratchet.contrib.flask import EXTENSION_KEY, RatchetFlask, options_from_config
 from ratchet.errors import ConfigurationError
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLE = REPOSITORY / "examples" / "flask"
-BOUND = 30.0  # seconds: an upper bound on waits, never an assertion about speed
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + BOUND
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Gave up waiting for {what}.")
-        time.sleep(0.01)
 
 
 def finished(app: Ratchet, job_id: str) -> bool:

@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
-from conftest import FAST
+from conftest import BOUND, FAST, wait_until
 from ratchet import JobStatus, Ratchet
 from ratchet._engine.polling import AdaptivePolling
 from ratchet.contrib.starlette import RatchetLifespan, ratchet_lifespan
@@ -42,15 +42,6 @@ from ratchet.stores.sqlite.store import SQLiteJobStore
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLE = REPOSITORY / "examples" / "fastapi"
-BOUND = 30.0  # seconds: an upper bound on waits, never an assertion about speed
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + BOUND
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Gave up waiting for {what}.")
-        time.sleep(0.01)
 
 
 def job_status(app: Ratchet, job_id: str) -> JobStatus | None:

@@ -523,10 +523,10 @@ class Ratchet:
         """Submit ``func(*args, **kwargs)`` with the job's defaults; returns the job id."""
         return self.builder(func, *args, **kwargs).submit()
 
-    def enqueue_many(
+    def _build_many(
         self, func: Callable[..., Any] | str, arguments: Iterable[Iterable[Any]]
-    ) -> list[str]:
-        """Submit one job per argument tuple, all-or-nothing, in one store round trip."""
+    ) -> list[NewJob]:
+        """One checked job per argument tuple (nothing written)."""
         definition = self.definition(func)
         # One builder carries the job's defaults; only the arguments change per job.
         builder = self._builder(definition, (), {})
@@ -534,6 +534,13 @@ class Ratchet:
         for args in arguments:
             builder.args = tuple(args)
             jobs.append(builder.build())
+        return jobs
+
+    def enqueue_many(
+        self, func: Callable[..., Any] | str, arguments: Iterable[Iterable[Any]]
+    ) -> list[str]:
+        """Submit one job per argument tuple, all-or-nothing, in one store round trip."""
+        jobs = self._build_many(func, arguments)
         if not jobs:
             return []
         with self.observers.enqueuing(jobs) as stored:
@@ -621,12 +628,7 @@ class Ratchet:
         """:meth:`enqueue_many` (all-or-nothing, one round trip) without blocking the
         event loop, as :meth:`enqueue_async`: every job is built and checked before
         anything is written."""
-        definition = self.definition(func)
-        builder = self._builder(definition, (), {})
-        jobs = []
-        for args in arguments:
-            builder.args = tuple(args)
-            jobs.append(builder.build())
+        jobs = self._build_many(func, arguments)
         if jobs:
             await self._store_jobs_off_loop(jobs)
         return [job.id for job in jobs]
