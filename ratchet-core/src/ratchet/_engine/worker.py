@@ -372,6 +372,8 @@ class Worker:
         except BaseException:
             self.executor.unreserve(held)
             raise
+        now, ahead = jobs[:held], jobs[held:]
+        self.executor.unreserve(held - len(now))  # fewer due jobs than held slots
         self._last_poll_full = len(jobs) >= limit
         if jobs:
             self.found_nothing_due.clear()
@@ -379,8 +381,6 @@ class Worker:
             self.found_nothing_due.set()
         self.stats.claimed += len(jobs)
         self.lifecycle.claimed(jobs)
-        now, ahead = jobs[:held], jobs[held:]
-        self.executor.unreserve(held - len(now))
         self.ready.push(ahead)
         for job in now:
             if self._start_is_recorded(job):  # true of every job a store started
