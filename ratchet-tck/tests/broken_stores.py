@@ -3,8 +3,10 @@
 Each is the embedded store with one guard removed, the way a real bug would look. The
 first ones live here; the mutation catalogue continues in ``broken_queue_stores.py``,
 ``broken_cluster_stores.py``, ``broken_capability_stores.py`` and
-``broken_detail_stores.py`` (from mutation testing, MUTATION.md). :func:`named` finds a
-store in any of them, and the baseline ``ReferenceStore`` of ``reference_stores.py``.
+``broken_detail_stores.py`` (from mutation testing, MUTATION.md), with
+``broken_job_log_stores.py`` and ``broken_retry_stores.py`` for optional capabilities.
+:func:`named` finds a store in any of them, and the baseline ``ReferenceStore`` of
+``reference_stores.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import broken_cluster_stores
 import broken_detail_stores
 import broken_job_log_stores
 import broken_queue_stores
+import broken_retry_stores
 import reference_stores
 
 from ratchet.spi import ClaimedJob, Completion
@@ -36,6 +39,7 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_capability_stores,
         broken_detail_stores,
         broken_job_log_stores,
+        broken_retry_stores,
         reference_stores,
     )
     for module in modules:

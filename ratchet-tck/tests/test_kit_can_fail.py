@@ -166,6 +166,16 @@ CATALOGUE = [
     ),
     ("FutureJobsAreActivityProbeStore", "test_a_job_becomes_activity_when_it_comes_due"),
     ("SkipsLowestPriorityProbeStore", "test_a_due_job_of_any_priority_is_activity"),
+    # bulk dead-letter retry (SupportsBulkRetry)
+    ("BulkRetryAnyStatusStore", "test_bulk_retry_takes_at_most_limit_oldest_failures_first"),
+    (
+        "NewestFailureFirstBulkRetryStore",
+        "test_bulk_retry_takes_at_most_limit_oldest_failures_first",
+    ),
+    ("IgnoresNameBulkRetryStore", "test_bulk_retry_filters_by_exact_name_and_whole_tag"),
+    ("TagPrefixBulkRetryStore", "test_bulk_retry_filters_by_exact_name_and_whole_tag"),
+    ("RetriesHeldKeyBulkRetryStore", "test_bulk_retry_skips_jobs_whose_business_key_is_held"),
+    ("DoubleBulkRetryStore", "test_racing_bulk_retries_never_return_a_job_twice"),
 ]
 
 
@@ -205,6 +215,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_detail_stores
     import broken_job_log_stores
     import broken_queue_stores
+    import broken_retry_stores
     import broken_stores
 
     from ratchet.stores.sqlite.store import SQLiteJobStore
@@ -218,6 +229,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_capability_stores,
             broken_detail_stores,
             broken_job_log_stores,
+            broken_retry_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

@@ -40,7 +40,12 @@ from ratchet._types import (
     RecurringDefinition,
 )
 from ratchet._waiting import CompletionWaiters, wait_for, wait_for_async
-from ratchet.errors import JobLogsUnsupportedError, RatchetError, UnknownJobError
+from ratchet.errors import (
+    BusinessKeyConflictError,
+    JobLogsUnsupportedError,
+    RatchetError,
+    UnknownJobError,
+)
 from ratchet.events import Event, JobCanceled
 from ratchet.plugins import PluginRegistry
 from ratchet.spi import (
@@ -55,6 +60,7 @@ from ratchet.spi import (
     RetryPolicy,
     StartupCoordinator,
     StoreStartupCoordinator,
+    SupportsBulkRetry,
     SupportsCompletionHints,
     SupportsJobLogs,
     SupportsTransactionalEnqueue,
@@ -715,6 +721,57 @@ class Ratchet:
         retried = self.store.retry_failed_job(job_id)
         if retried:
             self._announce(JobPriority.NORMAL)
+        return retried
+
+    def retry_jobs(
+        self,
+        status: JobStatus | str = JobStatus.FAILED,
+        name: str | None = None,
+        tag: str | None = None,
+        limit: int = 1000,
+    ) -> int:
+        """Retry every dead-lettered job named ``name`` and tagged ``tag`` (``None``: any),
+        as :meth:`retry_job` would, oldest failure first; how many went back to PENDING.
+
+        Works in batches of at most ``limit``, each atomic on a store with
+        :class:`~ratchet.spi.SupportsBulkRetry` (one by one otherwise), until a batch comes
+        back short or holds a job this call already retried (it failed again meanwhile: the
+        next call takes it); one wakeup at the end. A job whose business key an active job
+        holds is skipped and stays FAILED. Only ``status=FAILED`` can be retried.
+        """
+        if status != JobStatus.FAILED:
+            raise ValueError(
+                f"retry_jobs cannot retry jobs of status {status!r}: only FAILED "
+                "(dead-lettered) jobs go back to the queue. Pass status=JobStatus.FAILED."
+            )
+        if int(limit) < 1:
+            raise ValueError(f"retry_jobs batch limit is {limit!r}; give 1 or more.")
+        tag = normalize_tag(tag) if tag is not None else None
+        retried: set[str] = set()
+        while True:
+            batch = self._retry_batch(name=name, tag=tag, limit=int(limit))
+            again = not retried.isdisjoint(batch)
+            retried.update(batch)
+            if len(batch) < int(limit) or again:
+                break
+        if retried:
+            self._announce(JobPriority.NORMAL)
+        return len(retried)
+
+    def _retry_batch(self, *, name: str | None, tag: str | None, limit: int) -> list[str]:
+        """One batch of :meth:`retry_jobs`: the store's bulk retry, or (a store without
+        it) its newest ``limit`` FAILED jobs retried one at a time, key holders skipped."""
+        if isinstance(self.store, SupportsBulkRetry):
+            return self.store.retry_failed_jobs(name=name, tag=tag, limit=limit)
+        retried: list[str] = []
+        for job in self.store.list_jobs(status=JobStatus.FAILED, tag=tag, limit=limit):
+            if name is not None and job.name != name:
+                continue
+            try:
+                if self.store.retry_failed_job(job.id):
+                    retried.append(job.id)
+            except BusinessKeyConflictError:
+                continue  # an active job holds its key: it stays FAILED
         return retried
 
     def cancel_job(self, job_id: str) -> bool:

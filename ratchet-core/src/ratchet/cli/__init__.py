@@ -163,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(dlq_retry)
     dlq_retry.add_argument("job_id", metavar="ID", nargs="?")
     dlq_retry.add_argument("--all", action="store_true", help="retry every dead-lettered job")
+    dlq_retry.add_argument("--name", help="with --all: only jobs of this name")
+    dlq_retry.add_argument("--tag", help="with --all: only jobs carrying this tag")
     dlq_retry.set_defaults(handler=c.cmd_dlq_retry)
     dlq_purge = dlq_sub.add_parser("purge", help="delete dead-lettered jobs older than N days")
     _store_options(dlq_purge)

@@ -283,15 +283,12 @@ def cmd_dlq_retry(args: argparse.Namespace) -> int:
     if args.all == bool(args.job_id):
         raise ValueError("Give either one job ID or --all.")
     if args.job_id:
+        if args.name is not None or args.tag is not None:
+            raise ValueError("--name and --tag choose jobs for --all; give them with --all only.")
         args_copy = argparse.Namespace(**vars(args))
         return cmd_jobs_retry(args_copy)
-    retried = 0
-    while True:
-        batch = store.list_jobs(status=JobStatus.FAILED, limit=500)
-        progressed = sum(1 for job in batch if store.retry_failed_job(job.id))
-        retried += progressed
-        if not batch or not progressed:
-            break
+    app = Ratchet(store, coordinator="none")
+    retried = app.retry_jobs(name=args.name, tag=args.tag)
     _output.echo(f"{retried} dead-lettered job(s) are PENDING again.")
     return 0
 

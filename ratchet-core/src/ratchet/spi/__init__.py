@@ -67,6 +67,7 @@ from ratchet.spi._broadcast import (
 from ratchet.spi._capabilities import (
     SupportsActivityProbe,
     SupportsBatchCompletion,
+    SupportsBulkRetry,
     SupportsEnqueueHints,
     SupportsJobLogs,
     SupportsPendingAges,
@@ -156,6 +157,7 @@ __all__ = [
     "StoreStartupCoordinator",
     "SupportsActivityProbe",
     "SupportsBatchCompletion",
+    "SupportsBulkRetry",
     "SupportsCompletionHints",
     "SupportsEnqueueHints",
     "SupportsJobLogs",

@@ -11,6 +11,7 @@ from ratchet._types import Completion, NewJob
 __all__ = [
     "SupportsActivityProbe",
     "SupportsBatchCompletion",
+    "SupportsBulkRetry",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
     "SupportsPendingAges",
@@ -205,5 +206,43 @@ class SupportsPendingAges(Protocol):
         jobs never count. Every age of one answer is measured against the same
         database-now, in one read that must not scan the whole backlog (the claim's index
         serves it). Read-only.
+        """
+        ...
+
+
+@runtime_checkable
+class SupportsBulkRetry(Protocol):
+    """A store that moves a batch of dead-lettered jobs back to the queue in one call
+    (``app.retry_jobs`` and ``ratchet dlq retry --all``); without it the application
+    retries them one :meth:`~ratchet.spi.JobQueue.retry_failed_job` at a time."""
+
+    def retry_failed_jobs(self, *, name: str | None, tag: str | None, limit: int) -> list[str]:
+        """Retry up to ``limit`` FAILED jobs, oldest failure first; the ids retried.
+
+        Each job retried changes exactly as :meth:`~ratchet.spi.JobQueue.retry_failed_job`
+        changes it (PENDING, due at database-now, ``attempts`` 0, ``last_error`` cleared,
+        business key reserved again). Only FAILED jobs are touched, and of them only
+        those named ``name`` (exactly) and carrying ``tag`` (normalised, a whole stored
+        tag), each filter ignored when ``None``. Candidates are taken in order of
+        ``finished_at``, then id (the longest-dead first), and at most ``limit`` are
+        retried; ``limit <= 0`` retries nothing and returns ``[]``.
+
+        A job whose business key is held by an active (PENDING or RUNNING) job is
+        skipped: it stays FAILED, untouched, and neither raises nor counts towards
+        ``limit``. Two candidates sharing a key that nobody holds: only the older failure
+        is retried (it takes the key), the other is skipped the same way.
+
+        Atomic per call: every job of the batch is moved, or (when the call raises) none
+        is; an SQL store runs the selection and the updates in one transaction. A key
+        taken by a concurrent enqueue between the selection and the update must not fail
+        the call: the batch rolls back and is selected again without that job (a few
+        times; a key race that never settles raises). A store without
+        multi-document transactions (MongoDB) must at least move each job wholly or not
+        at all, and return exactly the ids it moved.
+
+        Concurrent calls, on this store instance or another, and concurrent
+        ``retry_failed_job`` calls never retry one failure twice: each id is returned by
+        at most one caller (the SQL stores lock their candidates, skipping rows another
+        transaction holds).
         """
         ...

@@ -28,6 +28,7 @@ from ratchet_tck.store._base import StoreSuiteBase, new_job, run_concurrently
 from ratchet_tck.store.activity import ActivityProbeContracts
 from ratchet_tck.store.atomicity import AtomicityContracts
 from ratchet_tck.store.batch import BatchCompletionContracts
+from ratchet_tck.store.bulk_retry import BulkRetryContracts
 from ratchet_tck.store.claim import ClaimContracts
 from ratchet_tck.store.cluster import LockContracts, NodeContracts, RecoveryContracts
 from ratchet_tck.store.crud import CrudContracts
@@ -90,6 +91,7 @@ class JobStoreSuite(
     JobLogContracts,
     PendingAgeContracts,
     ActivityProbeContracts,
+    BulkRetryContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -1,12 +1,14 @@
 """Outcomes of the MongoDB store: complete, fail, retry, release, mark started, cancel,
-retry a failed job, and late outcomes.
+retry a failed job (one, or a batch: ``SupportsBulkRetry``), and late outcomes.
 
 Contract kept (``ratchet.spi.JobQueue`` and ``ExecutionLog.record_late_outcome``): an
 outcome of a claim is one fenced transition (:meth:`FencedCollections._job_cas`) that
 applies only while the job is RUNNING under exactly that ``claim_seq``; otherwise it
 changes nothing and returns ``False``, so a worker that lost its claim never overwrites
 the new owner's outcome. The winner then closes the claim's execution record. A late
-outcome touches the execution record only, never the job.
+outcome touches the execution record only, never the job. A bulk retry goes job by job
+through the fenced single retry (the store uses no multi-document transaction), so each
+job is moved wholly or not at all and a concurrent retry of the same job has one winner.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+
+from pymongo import ASCENDING
 
 from ratchet.errors import BusinessKeyConflictError
 from ratchet.spi import ExecutionStatus, JobStatus, retry_blocked_by_business_key
@@ -197,6 +201,27 @@ class OutcomeOperations(KeyReservations):
         finally:
             if key is not None and gen is not None:
                 self._end_pending_reservation(key, job_id, gen)
+
+    @unavailable
+    def retry_failed_jobs(self, *, name: str | None, tag: str | None, limit: int) -> list[str]:
+        if int(limit) <= 0:
+            return []
+        query: dict[str, Any] = {"status": JobStatus.FAILED.value}
+        if name is not None:
+            query["name"] = name
+        if tag is not None:
+            query["tags"] = tag
+        retried: list[str] = []
+        oldest_first = [("finished_at", ASCENDING), ("_id", ASCENDING)]
+        for doc in self._jobs.find(query, {"_id": 1}).sort(oldest_first):
+            if len(retried) >= int(limit):
+                break
+            try:
+                if self.retry_failed_job(doc["_id"]):  # lost to a concurrent retry otherwise
+                    retried.append(doc["_id"])
+            except BusinessKeyConflictError:
+                continue  # an active job holds its key: it stays FAILED, skipped
+        return retried
 
     @unavailable
     def record_late_outcome(

@@ -165,6 +165,19 @@ SET status = 'PENDING', attempts = 0, last_error = NULL, scheduled_at = UTC_TIME
     finished_at = NULL, owner = NULL, claimed_at = NULL, updated_at = UTC_TIMESTAMP(6)
 WHERE id = %(id)s AND status = 'FAILED';
 
+-- name: select_retryable_failed
+-- The bulk retry's batch: FAILED jobs, filtered when %(name)s or %(tag)s is given, whose
+-- business key no active job holds; locked, skipping those a concurrent retry holds.
+SELECT j.id, j.business_key FROM ratchet_job j
+WHERE j.status = 'FAILED'
+  AND (%(name)s IS NULL OR j.name = %(name)s)
+  AND (%(tag)s IS NULL OR j.id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s))
+  AND (j.business_key IS NULL
+       OR NOT EXISTS (SELECT 1 FROM ratchet_job a WHERE a.active_business_key = j.business_key))
+ORDER BY j.finished_at, j.id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
 -- name: record_late_outcome
 UPDATE ratchet_execution
 SET status = %(execution_status)s, message = %(message)s,

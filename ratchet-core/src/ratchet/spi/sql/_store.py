@@ -65,6 +65,9 @@ STATEMENTS = frozenset(
         "close_execution",  # id, claim_seq, execution_status, message
         "cancel_job",  # id
         "retry_failed_job",  # id
+        # name, tag (each NULL: any), limit -> (id, business_key) of FAILED jobs whose key
+        # no active job holds, oldest finished_at first, locked (SupportsBulkRetry)
+        "select_retryable_failed",
         "select_business_key",  # id -> (business_key)
         "select_active_business_key",  # key -> job
         "select_job",  # id -> job
@@ -122,6 +125,10 @@ that method's statements out (``missing_statements`` tells which it still needs)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+
+# Selections of a bulk retry run again after a key taken by a concurrent enqueue (the
+# retry's unique violation rolls the batch back); the next selection leaves that job out.
+_BULK_RETRY_ATTEMPTS = 3
 
 _LIST_JOBS = {
     (False, False): "list_jobs",
@@ -391,6 +398,34 @@ class SQLJobStore(JobStore):
             )
             holder_id = None if holder is None else self.decode.text(holder[0])
             raise retry_blocked_by_business_key(job_id, key, holder_id) from exc
+
+    def retry_failed_jobs(self, *, name: str | None, tag: str | None, limit: int) -> list[str]:
+        """SupportsBulkRetry: the selection (locked, key holders left out) and one
+        ``retry_failed_job`` per candidate, in one transaction."""
+        if int(limit) <= 0:
+            return []
+        params = {"name": name, "tag": tag, "limit": int(limit)}
+
+        def work(session: SQLSession) -> list[str]:
+            retried: list[str] = []
+            keys: set[str] = set()
+            for job_id, stored_key in session.query("select_retryable_failed", params):
+                if stored_key is not None:
+                    key = self.decode.text(stored_key)
+                    if key in keys:  # an older failure of this batch took it
+                        continue
+                    keys.add(key)
+                if session.execute("retry_failed_job", {"id": job_id}) == 1:
+                    retried.append(self.decode.text(job_id))
+            return retried
+
+        for attempt in range(1, _BULK_RETRY_ATTEMPTS + 1):
+            try:
+                return self._transaction(work)
+            except Exception as exc:
+                if attempt == _BULK_RETRY_ATTEMPTS or not self._is_unique_violation(exc):
+                    raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _query_one(self, name: str, params: Params | None = None) -> Row | None:
         """The first row of the read ``name``, or ``None``."""

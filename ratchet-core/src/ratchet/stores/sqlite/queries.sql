@@ -109,6 +109,19 @@ SET status = 'PENDING', attempts = 0, last_error = NULL, scheduled_at = :now,
     finished_at = NULL, owner = NULL, claimed_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'FAILED';
 
+-- name: select_retryable_failed
+-- The bulk retry's batch (one BEGIN IMMEDIATE transaction serialises it): FAILED jobs,
+-- filtered when :name or :tag is given, whose business key no active job holds.
+SELECT j.id, j.business_key FROM ratchet_job j
+WHERE j.status = 'FAILED'
+  AND (:name IS NULL OR j.name = :name)
+  AND (:tag IS NULL OR j.id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag))
+  AND (j.business_key IS NULL
+       OR NOT EXISTS (SELECT 1 FROM ratchet_job a WHERE a.business_key = j.business_key
+                      AND a.status IN ('PENDING', 'RUNNING')))
+ORDER BY j.finished_at, j.id
+LIMIT :limit;
+
 -- name: record_late_outcome
 UPDATE ratchet_execution SET status = :execution_status, message = :message,
     finished_at = COALESCE(finished_at, :now)
