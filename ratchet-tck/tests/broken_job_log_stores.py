@@ -7,14 +7,10 @@ must catch it.
 
 from __future__ import annotations
 
+from broken_queue_stores import changed
+
 from ratchet.stores.sqlite.store import SQLiteJobStore
 from ratchet.stores.sqlite.testing import statements as sql
-
-
-def changed(statement: str, old: str, new: str = "") -> str:
-    """``statement`` with ``old`` replaced; refuses a replacement that would not apply."""
-    assert old in statement, f"{old!r} is not in the statement"
-    return statement.replace(old, new)
 
 
 class JobLogWriteTimeStore(SQLiteJobStore):
@@ -143,7 +139,7 @@ class FutureJobsAreActivityProbeStore(SQLiteJobStore):
     """Counts PENDING jobs scheduled later as due (no ``scheduled_at <= now``)."""
 
     statements = SQLiteJobStore.statements.replacing(
-        has_due_or_running=sql.HAS_DUE_OR_RUNNING.replace("AND scheduled_at <=", "AND 1e300 >")
+        has_due_or_running=changed(sql.HAS_DUE_OR_RUNNING, "AND scheduled_at <=", "AND 1e300 >")
     )
 
 

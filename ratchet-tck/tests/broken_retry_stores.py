@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import time
 
+from broken_queue_stores import changed
+
 from ratchet.stores.sqlite.store import SQLiteJobStore
 from ratchet.stores.sqlite.testing import statements as sql
-
-
-def changed(statement: str, old: str, new: str = "") -> str:
-    """``statement`` with ``old`` replaced; refuses a replacement that would not apply."""
-    assert old in statement, f"{old!r} is not in the statement"
-    return statement.replace(old, new)
 
 
 class BulkRetryAnyStatusStore(SQLiteJobStore):
