@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -19,6 +21,16 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"Gave up waiting for {what}.")
         time.sleep(0.01)
+
+
+def import_file(path: Path, module_name: str) -> ModuleType:
+    """``path`` imported as a fresh module named ``module_name`` (an example's app, the
+    way its server would import it)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 FAST = {

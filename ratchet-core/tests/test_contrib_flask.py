@@ -4,10 +4,8 @@ inside the application context on real workers, ``flask ratchet worker``, and
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,10 +16,11 @@ import httpx
 import pytest
 from flask import Flask, current_app
 
-from conftest import BOUND, FAST, wait_until
+from conftest import BOUND, FAST, import_file, wait_until
 from ratchet import JobStatus, Ratchet
 from ratchet.contrib.flask import EXTENSION_KEY, RatchetFlask, options_from_config
 from ratchet.errors import ConfigurationError
+from ratchet_tck.servers import free_port
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLE = REPOSITORY / "examples" / "flask"
@@ -165,11 +164,7 @@ def load_example(monkeypatch: pytest.MonkeyPatch, store_url: str) -> ModuleType:
     """examples/flask/app.py imported as a fresh module, as ``flask --app app`` would."""
     monkeypatch.setenv("RATCHET_STORE_URL", store_url)
     monkeypatch.setenv("RATCHET_COORDINATOR", "none")
-    spec = importlib.util.spec_from_file_location("flask_example_app", EXAMPLE / "app.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(EXAMPLE / "app.py", "flask_example_app")
 
 
 def test_the_flask_example_runs_a_job_enqueued_through_its_route(
@@ -195,13 +190,6 @@ def test_the_flask_example_runs_a_job_enqueued_through_its_route(
         assert client.get("/jobs/nope").status_code == 404
     finally:
         example.jobs.ratchet.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def test_the_flask_example_runs_with_the_command_in_its_readme(tmp_path: Path) -> None:

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,7 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
-from conftest import BOUND, FAST, wait_until
+from conftest import BOUND, FAST, import_file, wait_until
 from ratchet import JobStatus, Ratchet
 from ratchet._engine.polling import AdaptivePolling
 from ratchet.contrib.starlette import RatchetLifespan, ratchet_lifespan
@@ -39,6 +37,7 @@ from ratchet.events import JobEnqueued
 from ratchet.metrics import RatchetMetrics
 from ratchet.spi import NewJob, NoOpClusterCoordinator
 from ratchet.stores.sqlite.store import SQLiteJobStore
+from ratchet_tck.servers import free_port
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLE = REPOSITORY / "examples" / "fastapi"
@@ -425,11 +424,7 @@ def load_example(monkeypatch: pytest.MonkeyPatch, store_url: str) -> ModuleType:
         if option != "coordinator":
             monkeypatch.setenv(f"RATCHET_{option.upper()}", str(value))
     monkeypatch.setenv("RATCHET_COORDINATOR", "none")
-    spec = importlib.util.spec_from_file_location("fastapi_example_app", EXAMPLE / "app.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(EXAMPLE / "app.py", "fastapi_example_app")
 
 
 def test_the_fastapi_example_runs_a_job_enqueued_through_its_route(
@@ -454,13 +449,6 @@ def test_the_fastapi_example_runs_a_job_enqueued_through_its_route(
     finally:
         example.metrics.close()
         example.ratchet.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def test_the_fastapi_example_runs_with_the_command_in_its_readme(tmp_path: Path) -> None:
