@@ -130,23 +130,6 @@ class RatchetLifespan:
                 log.exception("on_crash %r raised; the crash stands.", self.on_crash)
 
 
-def ratchet_lifespan(
-    ratchet: Ratchet,
-    *,
-    lifespan: UserLifespan | None = None,
-    concurrency: int | None = None,
-    shutdown_timeout: float | None = None,
-    on_start: Callable[[Worker], object] | None = None,
-    on_crash: Callable[[WorkerCrashedError], object] | None = None,
-) -> RatchetLifespan:
-    """A lifespan for ``Starlette(lifespan=…)`` / ``FastAPI(lifespan=…)`` that starts an
-    embedded worker of ``ratchet`` on startup and drains it on shutdown; see
-    :class:`RatchetLifespan` for the arguments."""
-    return RatchetLifespan(
-        ratchet,
-        lifespan=lifespan,
-        concurrency=concurrency,
-        shutdown_timeout=shutdown_timeout,
-        on_start=on_start,
-        on_crash=on_crash,
-    )
+ratchet_lifespan = RatchetLifespan
+"""``ratchet_lifespan(app, ...)``, the name to write in ``Starlette(lifespan=…)`` /
+``FastAPI(lifespan=…)``: a :class:`RatchetLifespan` (same arguments)."""
