@@ -91,8 +91,13 @@ class _Watcher:
         self._watch, self._job_id = watch, job_id
         self._renew_at = 0.0
 
+    @property
+    def due(self) -> bool:
+        """Whether :meth:`renew` would send a watch now."""
+        return self._watch is not None and time.monotonic() >= self._renew_at
+
     def renew(self) -> None:
-        if self._watch is None or time.monotonic() < self._renew_at:
+        if self._watch is None or not self.due:
             return
         self._renew_at = time.monotonic() + WATCH_SECONDS / 2
         self._watch([self._job_id], WATCH_SECONDS)
@@ -145,7 +150,8 @@ async def wait_for_async(
     try:
         pause = FIRST_READ_PAUSE_SECONDS
         while True:
-            await asyncio.to_thread(watcher.renew)  # may publish: off the loop
+            if watcher.due:  # a publish may block: off the loop, only when one is sent
+                await asyncio.to_thread(watcher.renew)
             job, unavailable = await asyncio.to_thread(_read, read, job_id)
             if job is not None and job.status in TERMINAL_STATUSES:
                 return job
