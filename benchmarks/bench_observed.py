@@ -1,4 +1,5 @@
-"""``ratchet bench`` drains with and without observability, variants rotated in one run.
+"""``ratchet bench`` drains with and without observability (and payload encryption),
+variants rotated in one run.
 
     uv run python benchmarks/bench_observed.py [--store URL] [--size quick] [--rounds 3]
         [--cells drain-1,drain-2] [--variants plain,events,metrics,tracing-api,full]
@@ -19,9 +20,12 @@ unchanged:
 * ``tracing-unsampled``: ``metrics`` plus an SDK ``TracerProvider`` sampling nothing.
 * ``full``: ``metrics`` plus an SDK recording every span into a ``BatchSpanProcessor``
   whose exporter counts and drops (everything production pays but the network).
+* ``encrypted``: no observer; ``RATCHET_ENCRYPT_ALL`` with a fresh key, so every job's
+  arguments and params are sealed at enqueue and opened at claim (AES-256-GCM).
 
 Each process writes what it observed when it exits (events delivered, scrapes, spans
-exported), so a variant that installed nothing is an error, not a flattering figure.
+exported, sealed payloads opened), so a variant that installed nothing is an error, not a
+flattering figure.
 Prints the medians per cell and each variant's ratio to ``plain``; nothing is asserted
 about speed (see README.md: speed lives here, never in the test suite).
 """
@@ -37,7 +41,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-VARIANTS = ("plain", "events", "metrics", "tracing-api", "tracing-unsampled", "full")
+from ratchet.encryption import generate_key
+
+VARIANTS = ("plain", "events", "metrics", "tracing-api", "tracing-unsampled", "full", "encrypted")
 
 SITECUSTOMIZE = """
 import atexit
@@ -49,13 +55,28 @@ from ratchet.events import Event
 from ratchet.plugins import hookimpl, register_process_plugin
 
 VARIANT = os.environ["BENCH_OBSERVE_VARIANT"]
-seen = {"events": 0, "scrapes": 0, "spans": 0}
+seen = {"events": 0, "scrapes": 0, "spans": 0, "opened": 0}
 provider = None
+
+if VARIANT == "encrypted":  # count the payloads the workers open: proof they were sealed
+    from ratchet._payloads import Payloads
+
+    _open_claimed = Payloads.open_claimed
+
+    def _counting_open(self, job):
+        opened = _open_claimed(self, job)
+        seen["opened"] += opened is not job
+        return opened
+
+    Payloads.open_claimed = _counting_open
 
 
 class Observe:
     @hookimpl
     def ratchet_application(self, app):
+        if VARIANT == "encrypted":
+            return
+
         def ignore(event):
             seen["events"] += 1
 
@@ -139,7 +160,7 @@ def run_bench(
 
 def observed(counts: Path, variant: str) -> dict[str, int]:
     """What the processes of ``variant`` observed, summed over every process."""
-    total = {"events": 0, "scrapes": 0, "spans": 0}
+    total = {"events": 0, "scrapes": 0, "spans": 0, "opened": 0}
     for path in counts.glob(f"{variant}.*.json"):
         for key, value in json.loads(path.read_text()).items():
             total[key] += int(value)
@@ -148,6 +169,8 @@ def observed(counts: Path, variant: str) -> dict[str, int]:
 
 def check_installed(variant: str, seen: dict[str, int]) -> str | None:
     """Why ``variant`` did not observe what it should have, or ``None``."""
+    if variant == "encrypted":
+        return None if seen["opened"] else "no sealed payload was opened"
     if variant != "plain" and seen["events"] == 0:
         return "no event was delivered"
     if variant == "full" and seen["spans"] == 0:
@@ -189,6 +212,9 @@ def main() -> int:
                     )
                     env["BENCH_OBSERVE_VARIANT"] = variant
                     env["BENCH_OBSERVE_COUNTS"] = str(counts)
+                if variant == "encrypted":
+                    env["RATCHET_ENCRYPTION_KEYS"] = "bench:" + generate_key()
+                    env["RATCHET_ENCRYPT_ALL"] = "true"
                 figures = run_bench(store, args.size, args.cells, root / f"{variant}.json", env)
                 runs[variant].append(figures)
                 shown = ", ".join(f"{cell} {rate:,.0f} jobs/s" for cell, rate in figures.items())
@@ -212,7 +238,8 @@ def main() -> int:
     print(
         f"({args.rounds} round(s), size {args.size}, {store.split(':')[0]}, medians in jobs/s; "
         + "; ".join(
-            f"{variant}: {seen[variant]['events']:,} events, {seen[variant]['spans']:,} spans"
+            f"{variant}: {seen[variant]['events']:,} events, {seen[variant]['spans']:,} spans, "
+            f"{seen[variant]['opened']:,} sealed payloads opened"
             for variant in variants
             if variant != "plain"
         )

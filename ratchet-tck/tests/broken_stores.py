@@ -4,7 +4,8 @@ Each is the embedded store with one guard removed, the way a real bug would look
 first ones live here; the mutation catalogue continues in ``broken_queue_stores.py``,
 ``broken_cluster_stores.py``, ``broken_capability_stores.py`` and
 ``broken_detail_stores.py`` (from mutation testing, MUTATION.md), with
-``broken_job_log_stores.py`` and ``broken_retry_stores.py`` for optional capabilities.
+``broken_job_log_stores.py``, ``broken_retry_stores.py``, ``broken_archive_stores.py`` and
+``broken_rewrite_stores.py`` for optional capabilities.
 :func:`named` finds a store in any of them, and the baseline ``ReferenceStore`` of
 ``reference_stores.py``.
 """
@@ -16,12 +17,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import broken_archive_stores
 import broken_capability_stores
 import broken_cluster_stores
 import broken_detail_stores
 import broken_job_log_stores
 import broken_queue_stores
 import broken_retry_stores
+import broken_rewrite_stores
 import reference_stores
 
 from ratchet.spi import ClaimedJob, Completion
@@ -40,6 +43,8 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_detail_stores,
         broken_job_log_stores,
         broken_retry_stores,
+        broken_archive_stores,
+        broken_rewrite_stores,
         reference_stores,
     )
     for module in modules:

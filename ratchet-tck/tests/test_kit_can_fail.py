@@ -176,6 +176,63 @@ CATALOGUE = [
     ("TagPrefixBulkRetryStore", "test_bulk_retry_filters_by_exact_name_and_whole_tag"),
     ("RetriesHeldKeyBulkRetryStore", "test_bulk_retry_skips_jobs_whose_business_key_is_held"),
     ("DoubleBulkRetryStore", "test_racing_bulk_retries_never_return_a_job_twice"),
+    # archive reads and batched purges (SupportsArchiveAccess)
+    ("LiveTableArchiveReadStore", "test_an_archived_job_is_read_back_as_it_was_archived"),
+    (
+        "OldestFirstArchiveListStore",
+        "test_archived_jobs_are_listed_newest_first_by_status_and_whole_tag",
+    ),
+    (
+        "TagPrefixArchiveListStore",
+        "test_archived_jobs_are_listed_newest_first_by_status_and_whole_tag",
+    ),
+    (
+        "IgnoresStatusArchiveListStore",
+        "test_archived_jobs_are_listed_newest_first_by_status_and_whole_tag",
+    ),
+    (
+        "IgnoresCutOffArchivePurgeStore",
+        "test_archive_purge_respects_the_cut_off_and_the_batch_size",
+    ),
+    ("NewestFirstArchivePurgeStore", "test_archive_purge_respects_the_cut_off_and_the_batch_size"),
+    (
+        "PurgesLiveJobsArchivePurgeStore",
+        "test_archive_purge_respects_the_cut_off_and_the_batch_size",
+    ),
+    (
+        "AnyStatusDeadLetterPurgeStore",
+        "test_dead_letter_purge_takes_old_failed_jobs_only_in_batches",
+    ),
+    (
+        "UnboundedDeadLetterPurgeStore",
+        "test_dead_letter_purge_takes_old_failed_jobs_only_in_batches",
+    ),
+    (
+        "IgnoresCutOffDeadLetterPurgeStore",
+        "test_dead_letter_purge_takes_old_failed_jobs_only_in_batches",
+    ),
+    ("DropsKeysArchivePurgeStore", "test_idempotency_keys_survive_both_purges"),
+    # payload rewrite (SupportsPayloadRewrite)
+    ("UnfencedRewriteStore", "test_payload_rewrite_is_fenced_by_status_and_claim"),
+    ("StatusOnlyRewriteFenceStore", "test_payload_rewrite_is_fenced_by_status_and_claim"),
+    ("RewriteTouchesFinishedAtStore", "test_payload_rewrite_changes_nothing_else"),
+    ("RewriteSkipsResultStore", "test_payload_rewrite_round_trips_raw_text"),
+    ("ScanIgnoresAfterIdStore", "test_payload_scan_pages_by_id_in_byte_order"),
+    ("CaseFoldedScanOrderStore", "test_payload_scan_pages_by_id_in_byte_order"),
+    (
+        "LiveScanSeesArchiveStore",
+        "test_payload_scan_reads_the_archive_or_the_live_jobs_never_both",
+    ),
+    (
+        "ArchiveScanReadsLiveStore",
+        "test_payload_scan_reads_the_archive_or_the_live_jobs_never_both",
+    ),
+    (
+        "CheckThenWriteRewriteStore",
+        "test_payload_rewrites_racing_outcomes_never_lose_a_result",
+    ),
+    # sealed payloads (ratchet.encryption)
+    ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
 ]
 
 
@@ -210,12 +267,14 @@ def test_the_unbroken_store_passes_the_same_tests(pytester: pytest.Pytester) -> 
 def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """The catalogue holds at least 30 broken stores, and each has a row in the table."""
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    import broken_archive_stores
     import broken_capability_stores
     import broken_cluster_stores
     import broken_detail_stores
     import broken_job_log_stores
     import broken_queue_stores
     import broken_retry_stores
+    import broken_rewrite_stores
     import broken_stores
 
     from ratchet.stores.sqlite.store import SQLiteJobStore
@@ -230,6 +289,8 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_detail_stores,
             broken_job_log_stores,
             broken_retry_stores,
+            broken_archive_stores,
+            broken_rewrite_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

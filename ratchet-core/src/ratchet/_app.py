@@ -29,6 +29,7 @@ from ratchet._observers import (
     MiddlewareHandle,
     Observers,
 )
+from ratchet._payloads import Payloads
 from ratchet._redact import add_redactor
 from ratchet._types import (
     BackoffPolicy,
@@ -40,8 +41,10 @@ from ratchet._types import (
     RecurringDefinition,
 )
 from ratchet._waiting import CompletionWaiters, wait_for, wait_for_async
+from ratchet.encryption import Encryption
 from ratchet.errors import (
     BusinessKeyConflictError,
+    ConfigurationError,
     JobLogsUnsupportedError,
     RatchetError,
     UnknownJobError,
@@ -60,6 +63,7 @@ from ratchet.spi import (
     RetryPolicy,
     StartupCoordinator,
     StoreStartupCoordinator,
+    SupportsArchiveAccess,
     SupportsBulkRetry,
     SupportsCompletionHints,
     SupportsJobLogs,
@@ -127,7 +131,9 @@ class Ratchet:
     ``coordinator`` is a ClusterCoordinator instance or a coordinator name (``"none"``
     turns push wakeups off). ``redactor`` (``text -> text``) masks what the built-in
     rules do not know, in stored errors, logs and CLI output, for the whole process
-    (see :mod:`ratchet._redact`, rule 5).
+    (see :mod:`ratchet._redact`, rule 5). ``encryption`` (an
+    :class:`~ratchet.encryption.Encryption`, or its ``key_id:base64key,...`` text) seals
+    job payloads; ``None`` reads ``RATCHET_ENCRYPTION_KEYS`` (see :mod:`ratchet.encryption`).
     """
 
     def __init__(
@@ -140,6 +146,7 @@ class Ratchet:
         node_identity: NodeIdentityProvider | None = None,
         plugins: PluginRegistry | None = None,
         redactor: Callable[[str], str] | None = None,
+        encryption: Encryption | str | None = None,
         **options: Any,
     ) -> None:
         if redactor is not None:  # first: everything below may already log
@@ -148,6 +155,7 @@ class Ratchet:
             options["coordinator"] = coordinator
             coordinator = None
         self.options = RatchetOptions.from_env(**options)
+        self.payloads = Payloads(self._encryption(encryption))  # before a store is opened
         self.plugins = plugins or PluginRegistry.load(
             disabled=",".join(self.options.disabled_plugins) or None
         )
@@ -174,6 +182,7 @@ class Ratchet:
         self._wakeups = LocalWakeups()
         self._waiters: CompletionWaiters | None = None  # made by the first wait_for
         self.observers = Observers(self.node_id, self.store.database_time)
+        self.observers.seal_jobs = self.payloads.seal_jobs
         self.coordinator_reason = "given to Ratchet()"
         if coordinator is None:
             try:
@@ -188,6 +197,28 @@ class Ratchet:
             self.observers.job_ended = coordinator.notify_job_ended
             coordinator.register_end_listener(self._on_job_end_hint)
         self._call_application_hooks()
+
+    def _encryption(self, given: Encryption | str | None) -> Encryption | None:
+        """The application's keys: given, else from RATCHET_ENCRYPTION_KEYS; ConfigurationError
+        when encryption is asked for (RATCHET_ENCRYPT_ALL) without a usable key."""
+        encrypt_all = self.options.encrypt_all
+        if isinstance(given, Encryption):
+            return given
+        if isinstance(given, str):
+            return Encryption(given, encrypt_all=encrypt_all, source="Ratchet(encryption=...)")
+        if given is not None:
+            raise TypeError(
+                f"encryption must be an Encryption or its key text, got {type(given).__name__}."
+            )
+        if self.options.encryption_keys is not None:
+            return Encryption(self.options.encryption_keys, encrypt_all=encrypt_all)
+        if encrypt_all:
+            raise ConfigurationError(
+                "RATCHET_ENCRYPT_ALL is on, but there is no encryption key. Set "
+                "RATCHET_ENCRYPTION_KEYS=key_id:base64key (make a key with `ratchet keys "
+                "generate`), or switch RATCHET_ENCRYPT_ALL off."
+            )
+        return None
 
     def _call_application_hooks(self) -> None:
         """Let installed plugins subscribe and add middleware (``ratchet_application``);
@@ -288,6 +319,7 @@ class Ratchet:
         timeout: float | None = None,
         on_success: Callback | None = None,
         on_failure: Callback | None = None,
+        encrypted: bool = False,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -303,6 +335,7 @@ class Ratchet:
         timeout: float | None = None,
         on_success: Callback | None = None,
         on_failure: Callback | None = None,
+        encrypted: bool = False,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or ``async def``) as a job: ``@app.job`` or
         ``@app.job(max_retries=5, …)``. The name defaults to ``module:qualname``.
@@ -310,7 +343,11 @@ class Ratchet:
         ``on_success`` / ``on_failure`` (a function, or its import path
         ``'module:function'``) run once, with a :class:`~ratchet.JobResult`, on the node
         that records the job's success or permanent failure (retries exhausted,
-        ``DoNotRetry``, the crash limit); see :mod:`ratchet._engine.callbacks`."""
+        ``DoNotRetry``, the crash limit); see :mod:`ratchet._engine.callbacks`.
+        ``encrypted=True`` seals every job's arguments, params and result
+        (:mod:`ratchet.encryption`); without a key it raises ConfigurationError here."""
+        if encrypted:
+            self.payloads.require("@app.job(encrypted=True)")
         success_path = (
             None
             if on_success is None
@@ -333,6 +370,7 @@ class Ratchet:
                 timeout=timeout,
                 on_success=success_path,
                 on_failure=failure_path,
+                encrypted=encrypted,
             )
             existing = self.registry.get(definition.name)
             if existing is not None and existing.target != definition.target:
@@ -361,9 +399,11 @@ class Ratchet:
         backoff_ms: int = 1000,
         priority: JobPriority | int = JobPriority.NORMAL,
         timeout: float | None = None,
+        encrypted: bool = False,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function as a job that runs on a cron schedule, once per instant
         across the cluster. ``id`` (default: the job name) is also the business key.
+        ``encrypted`` seals the jobs it fires, as ``@app.job(encrypted=True)`` does.
 
         The expression is checked here: an invalid one raises InvalidCronError at once.
         Workers save the schedule to the store when they start; a schedule whose
@@ -380,6 +420,7 @@ class Ratchet:
                 backoff_ms=backoff_ms,
                 priority=priority,
                 timeout=timeout,
+                encrypted=encrypted,
             )(func)
             definition = self._recurring_definition(
                 job.definition,
@@ -409,9 +450,12 @@ class Ratchet:
         tags: Iterable[str] = (),
         zone: str = "UTC",
         misfire: str = Misfire.FIRE_ONCE,
+        encrypted: bool = False,
     ) -> str:
         """Save a recurring schedule of a registered job to the store now (any running
-        worker picks it up); replaces a schedule with the same ``id``. Returns the id."""
+        worker picks it up); replaces a schedule with the same ``id``. Returns the id.
+        With ``encrypted`` (or a job registered ``encrypted=True``, or RATCHET_ENCRYPT_ALL)
+        the stored argument template is sealed, and so is every job it fires."""
         schedule = CronSchedule(cron, zone)
         parse_misfire(misfire)
         definition = self._recurring_definition(
@@ -423,6 +467,7 @@ class Ratchet:
             tags=tags,
             misfire=misfire,
             source="api",
+            encrypted=encrypted,
         )
         self.store.save_recurring(definition)
         self._wakeups.wake(schedules_changed=True)
@@ -439,13 +484,14 @@ class Ratchet:
         tags: Iterable[str],
         misfire: str,
         source: str,
+        encrypted: bool = False,
     ) -> RecurringDefinition:
         builder = self._builder(job, args, kwargs)
         encoded = builder.build()  # the arguments are checked and encoded first
         builder.tags(*tags)
         if recurring_id is not None:
             builder.business_key(recurring_id)  # validates the id like any business key
-        return RecurringDefinition(
+        definition = RecurringDefinition(
             id=recurring_id or job.name,
             cron=schedule.expression,
             zone=schedule.zone,
@@ -462,6 +508,7 @@ class Ratchet:
             tags=builder.tags_value,
             source=source,
         )
+        return self.payloads.seal_template(definition, encrypted=encrypted or job.encrypted)
 
     def list_recurring(self) -> list[RecurringDefinition]:
         """Every recurring schedule saved in the store."""
@@ -681,19 +728,40 @@ class Ratchet:
 
     # -- reading and managing jobs -------------------------------------------------------
 
-    def get_job(self, job_id: str) -> Job | None:
-        return self.store.get_job(job_id)
+    def get_job(self, job_id: str, include_archived: bool = False) -> Job | None:
+        """The job, or ``None``; sealed values are opened (those this application has no
+        key for stay sealed: see :mod:`ratchet.encryption`). With ``include_archived``, a
+        job no longer live is looked up in the archive too (a :class:`~ratchet.errors.RatchetError`
+        when the store cannot read its archive)."""
+        archive = archive_access(self.store) if include_archived else None
+        job = self.store.get_job(job_id)
+        if job is None and archive is not None:
+            job = archive.get_archived_job(job_id)
+        return None if job is None else self.payloads.open_job(job)
 
     def list_jobs(
-        self, status: JobStatus | str | None = None, tag: str | None = None, limit: int = 100
+        self,
+        status: JobStatus | str | None = None,
+        tag: str | None = None,
+        limit: int = 100,
+        include_archived: bool = False,
     ) -> list[Job]:
         """Jobs, newest first, at most ``limit``; ``tag`` is normalised as stored tags are
-        (stripped, lower-cased: ``"Billing"`` finds jobs tagged ``billing``)."""
-        return self.store.list_jobs(
-            status=JobStatus(status) if status is not None else None,
-            tag=normalize_tag(tag) if tag is not None else None,
-            limit=limit,
-        )
+        (stripped, lower-cased: ``"Billing"`` finds jobs tagged ``billing``).
+
+        With ``include_archived``: the live jobs first (newest first), then, while fewer
+        than ``limit`` were found, archived ones (newest first), ``limit`` in all; a
+        :class:`~ratchet.errors.RatchetError` when the store cannot read its archive.
+        """
+        archive = archive_access(self.store) if include_archived else None
+        status = JobStatus(status) if status is not None else None
+        tag = normalize_tag(tag) if tag is not None else None
+        jobs = self.store.list_jobs(status=status, tag=tag, limit=limit)
+        if archive is not None and len(jobs) < limit:
+            live = {job.id for job in jobs}  # a job being archived may show in both, once
+            archived = archive.list_archived_jobs(status=status, tag=tag, limit=limit - len(jobs))
+            jobs += [job for job in archived if job.id not in live]
+        return [self.payloads.open_job(job) for job in jobs]
 
     def executions(self, job_id: str) -> list[Execution]:
         """One record per attempt (claim) of the job, oldest first."""
@@ -803,14 +871,12 @@ class Ratchet:
         JobNotFoundError for an unknown id, TimeoutError past ``timeout`` (the job goes on);
         a store outage meanwhile is waited out, like a worker does. From asyncio:
         :meth:`wait_for_async`. For the return value itself: ``JobFunction.result``."""
-        return wait_for(
-            self.store.get_job, self._completion_waiters(), job_id, timeout, self._watch()
-        )
+        return wait_for(self.get_job, self._completion_waiters(), job_id, timeout, self._watch())
 
     async def wait_for_async(self, job_id: str, timeout: float | None = None) -> Job:
         """:meth:`wait_for` without blocking the event loop (the reads run in a thread)."""
         return await wait_for_async(
-            self.store.get_job, self._completion_waiters(), job_id, timeout, self._watch()
+            self.get_job, self._completion_waiters(), job_id, timeout, self._watch()
         )
 
     def _watch(self) -> Callable[[Sequence[str], float], None] | None:
@@ -931,6 +997,7 @@ class Ratchet:
             open_companion_store=self.companion_store,
             observers=self.observers,
             trusted_callbacks=self.trusted_callbacks,
+            payloads=self.payloads,
         )
 
     def _on_wakeup_hint(self, hint: WakeupHint) -> None:
@@ -939,6 +1006,19 @@ class Ratchet:
 
     def __repr__(self) -> str:
         return f"<Ratchet store={self.store.describe()} node={self.node_id!r} pid={os.getpid()}>"
+
+
+def archive_access(store: JobStore) -> SupportsArchiveAccess:
+    """``store`` as a store whose archive can be read and purged; raises
+    :class:`~ratchet.errors.RatchetError` naming the store and the fix when it cannot."""
+    if not isinstance(store, SupportsArchiveAccess):
+        raise RatchetError(
+            f"The store {store.describe()!r} cannot read or purge its archive (its plugin "
+            "does not implement SupportsArchiveAccess), so include_archived=True, "
+            "'ratchet archive' and the archive purge are not available with it. Use a "
+            "store that can: sqlite, memory, postgresql, mysql or mongodb."
+        )
+    return store
 
 
 def job_log_store(store: JobStore) -> SupportsJobLogs:

@@ -9,6 +9,7 @@ from typing import Any
 from ratchet._limits import clip, echo
 from ratchet._logs import get_logger
 from ratchet._redact import redact
+from ratchet.encryption import ENVELOPE_KEY
 from ratchet.errors import ArgumentsNotSerializableError, PayloadTooLargeError
 
 __all__ = ["encode_arguments", "encode_json", "encode_result", "type_name"]
@@ -72,6 +73,11 @@ def encode_arguments(
     Raises ArgumentsNotSerializableError naming the first offending argument, and
     PayloadTooLargeError when arguments and params together exceed ``max_bytes``.
     """
+    if _looks_sealed(args, kwargs, params):
+        raise ArgumentsNotSerializableError(
+            f"The arguments or params of job {job_name!r} use the key {ENVELOPE_KEY!r}, which "
+            "Ratchet reserves for encrypted values; rename that key."
+        )
     for key in params:
         if not isinstance(key, str):
             raise ArgumentsNotSerializableError(
@@ -99,6 +105,15 @@ def encode_arguments(
             "or raise the limit."
         )
     return args_json, kwargs_json
+
+
+def _looks_sealed(
+    args: Sequence[Any], kwargs: Mapping[str, Any], params: Mapping[str, Any]
+) -> bool:
+    """Whether a value would read back as a sealed one (:mod:`ratchet.encryption`)."""
+    if ENVELOPE_KEY in kwargs or ENVELOPE_KEY in params:
+        return True
+    return len(args) == 1 and isinstance(args[0], Mapping) and ENVELOPE_KEY in args[0]
 
 
 def encode_result(job_name: str, value: Any, *, max_bytes: int) -> tuple[str | None, str | None]:

@@ -37,14 +37,24 @@ def _opt(
     kind: str = "float",
     minimum: float = 0.0,
     maximum: float | None = None,
+    secret: bool = False,
 ) -> Any:
     """A field with its variable, documentation, kind and (for numbers) inclusive range;
-    a number without a finite ``maximum`` is refused here, when the class is defined."""
+    a number without a finite ``maximum`` is refused here, when the class is defined.
+    A ``secret`` is left out of the options' repr (so out of logs and tracebacks)."""
     if kind in _NUMBER_KINDS and (maximum is None or not minimum <= maximum < math.inf):
         raise TypeError(f"Option {env} needs a finite maximum >= its minimum {minimum!r}.")
     return field(
         default=default,
-        metadata={"env": env, "doc": doc, "kind": kind, "minimum": minimum, "maximum": maximum},
+        repr=not secret,
+        metadata={
+            "env": env,
+            "doc": doc,
+            "kind": kind,
+            "minimum": minimum,
+            "maximum": maximum,
+            "secret": secret,
+        },
     )
 
 
@@ -172,6 +182,19 @@ class RatchetOptions:
         "How long a drain waits for running jobs",
         maximum=_DAY_SECONDS,
     )
+    encryption_keys: str | None = _opt(
+        None,
+        "RATCHET_ENCRYPTION_KEYS",
+        "Payload encryption keys, key_id:base64key,... (the first seals); see ratchet.encryption",
+        kind="str",
+        secret=True,
+    )
+    encrypt_all: bool = _opt(
+        False,
+        "RATCHET_ENCRYPT_ALL",
+        "Seal every job's payload, not only jobs marked encrypted (needs keys)",
+        kind="bool",
+    )
     job_archive_enabled: bool = _opt(
         True, "RATCHET_JOB_ARCHIVE_ENABLED", "Move old finished jobs to the archive", kind="bool"
     )
@@ -196,6 +219,30 @@ class RatchetOptions:
         30.0,
         "RATCHET_LOG_RETENTION_DAYS",
         "Days execution records and job log lines are kept",
+        maximum=_TEN_YEARS_DAYS,
+    )
+    archive_purge_cron: str | None = _opt(
+        None,
+        "RATCHET_ARCHIVE_PURGE_CRON",
+        "When archived jobs are deleted (UTC); unset or 'off': never",
+        kind="schedule",
+    )
+    archive_retention_days: float = _opt(
+        365.0,
+        "RATCHET_ARCHIVE_RETENTION_DAYS",
+        "Days an archived job is kept (counted from when it finished)",
+        maximum=_TEN_YEARS_DAYS,
+    )
+    dlq_purge_cron: str | None = _opt(
+        "0 2 * * *",
+        "RATCHET_DLQ_PURGE_CRON",
+        "When old dead letters are deleted (UTC); 'off' disables",
+        kind="schedule",
+    )
+    dlq_retention_days: float = _opt(
+        90.0,
+        "RATCHET_DLQ_RETENTION_DAYS",
+        "Days a dead-lettered (FAILED) job is kept before the DLQ purge deletes it",
         maximum=_TEN_YEARS_DAYS,
     )
     job_logs_enabled: bool = _opt(
@@ -333,14 +380,18 @@ def _parse(spec: dataclasses.Field[Any], raw: Any, *, source: str) -> Any:
         raise ConfigurationError(
             f"{source} is {echo(raw)}, which is not a yes/no value. Use true or false."
         )
-    if kind == "cron":
+    if kind in ("cron", "schedule"):
         from ratchet._cron import CronSchedule
         from ratchet.errors import InvalidCronError
 
+        # A schedule is a cron expression that can also be switched off.
+        if kind == "schedule" and (raw is None or str(raw).strip().lower() in _FALSE):
+            return None
         try:
             return CronSchedule(str(raw).strip()).expression
         except InvalidCronError as exc:
-            raise ConfigurationError(f"{source}: {exc}") from None
+            off = " Or set it to 'off' to disable it." if kind == "schedule" else ""
+            raise ConfigurationError(f"{source}: {exc}{off}") from None
     valid = f">= {_shown(minimum)} and <= {_shown(maximum)}"
     try:
         if isinstance(raw, bool):

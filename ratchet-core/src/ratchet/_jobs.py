@@ -30,14 +30,17 @@ from ratchet._limits import (
     clip,
     echo,
 )
+from ratchet._payloads import is_sealed_job
 from ratchet._types import BackoffPolicy, Job, JobPriority, JobStatus, NewJob
 from ratchet._uuid import new_job_id
+from ratchet.encryption import sealed_token
 from ratchet.errors import (
     ArgumentsMismatchError,
     JobCanceledError,
     JobDefinitionError,
     JobFailedError,
     JobNotFoundError,
+    PayloadDecryptionError,
     ValueOutOfRangeError,
 )
 
@@ -77,6 +80,7 @@ class JobDefinition:
     timeout: float | None = None
     on_success: str | None = None
     on_failure: str | None = None
+    encrypted: bool = False
     # None when the function's signature cannot be read (some builtins): calls go unchecked.
     signature: inspect.Signature | None = field(default=None, compare=False, repr=False)
 
@@ -215,6 +219,7 @@ def make_definition(
     timeout: float | None,
     on_success: str | None = None,
     on_failure: str | None = None,
+    encrypted: bool = False,
 ) -> JobDefinition:
     """Validate ``@app.job`` arguments into a definition.
 
@@ -236,6 +241,7 @@ def make_definition(
         timeout=check_timeout(timeout),
         on_success=on_success,
         on_failure=on_failure,
+        encrypted=bool(encrypted),
         signature=_signature(func),
     )
 
@@ -323,6 +329,11 @@ class JobFunction(Generic[P, R]):
             raise JobCanceledError(
                 f"Job {job.id!r} ({job.name}) was canceled; it has no result.", job=job
             )
+        if sealed_token(job.result) is not None and is_sealed_job(job):
+            raise PayloadDecryptionError(
+                f"Job {job.id!r} ({job.name}) succeeded, but its result is sealed with a key "
+                "this application does not have. Add the key to RATCHET_ENCRYPTION_KEYS."
+            )
         return cast(R, job.result)
 
     def __repr__(self) -> str:
@@ -364,6 +375,7 @@ class JobBuilder:
     idempotency_key_value: str | None = None
     tags_value: tuple[str, ...] = ()
     params_value: dict[str, Any] = field(default_factory=dict)
+    encrypted_value: bool = False
 
     @classmethod
     def for_definition(
@@ -392,6 +404,7 @@ class JobBuilder:
             trusted_callbacks=trusted_callbacks if trusted_callbacks is not None else {},
             on_success_value=definition.on_success,
             on_failure_value=definition.on_failure,
+            encrypted_value=definition.encrypted,
         )
 
     def priority(self, priority: JobPriority | int) -> JobBuilder:
@@ -463,6 +476,13 @@ class JobBuilder:
         )
         return self
 
+    def encrypted(self, encrypted: bool = True) -> JobBuilder:
+        """Seal this job's arguments, params and result with the application's key
+        (:mod:`ratchet.encryption`); submitting without a configured key raises
+        ConfigurationError and stores nothing."""
+        self.encrypted_value = bool(encrypted)
+        return self
+
     def param(self, key: str, value: Any) -> JobBuilder:
         """A named value the job reads with ``current_job().param(key)``."""
         self.params_value[_key(key, "Param key")] = value
@@ -505,6 +525,7 @@ class JobBuilder:
             params=dict(params),
             scheduled_at=self.scheduled_at,
             delay_seconds=self.delay_seconds,
+            encrypted=self.encrypted_value,
         )
 
     def submit(self) -> str:

@@ -65,6 +65,9 @@ class Observers:
         self.job_ended: Callable[[str], None] | None = None
         """Told the id of every job that ends here (succeeded, dead-lettered, canceled),
         after the write: the coordinator's completion hints, when it offers them."""
+        self.seal_jobs: Callable[[list[NewJob]], list[NewJob]] | None = None
+        """Turns the jobs of every enqueue into what the store receives, after enqueue
+        middleware added its params: the application's payload encryption."""
 
     def add_execution_middleware(self, middleware: ExecutionMiddleware) -> MiddlewareHandle:
         if not callable(middleware):
@@ -93,8 +96,9 @@ class Observers:
         """Around one enqueue's store write: yields the jobs to store (with what enqueue
         middleware added to their params); after the write, emits :class:`JobEnqueued`
         for each, ahead of any other event of theirs (see :mod:`ratchet._event_bus`)."""
+        seal = self.seal_jobs
         if not self.enqueue_middleware and not self.events.active:
-            yield jobs
+            yield jobs if seal is None else seal(jobs)
             return
         held_ids = [job.id for job in jobs]
         held = self.events.hold(held_ids)
@@ -105,7 +109,7 @@ class Observers:
                     jobs = [
                         dataclasses.replace(job, params={**job.params, **added}) for job in jobs
                     ]
-                yield jobs
+                yield jobs if seal is None else seal(jobs)
                 stored = True
         finally:
             first = self._enqueued_events(jobs, transactional) if stored else []

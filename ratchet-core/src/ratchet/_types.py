@@ -26,6 +26,7 @@ __all__ = [
     "NodeInfo",
     "OrphanRecovery",
     "RecurringDefinition",
+    "StoredPayload",
 ]
 
 
@@ -102,6 +103,9 @@ class NewJob:
     scheduled_at: datetime | None = None
     delay_seconds: float = 0.0
     recurring_id: str | None = None
+    encrypted: bool = False
+    """Seal this job's arguments, params and result (:mod:`ratchet.encryption`). The
+    application seals them before a store sees the job; stores ignore the flag."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -185,6 +189,9 @@ class ClaimedJob:
     claimed_at: datetime
     start_recorded: bool = True
     redeliveries: int = 0
+    encrypted: bool = False
+    """Set by the engine once it opened the job's sealed payload (stores leave it
+    ``False``): the result is sealed too."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -234,6 +241,28 @@ class OrphanRecovery:
 
     reset: int
     exhausted: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredPayload:
+    """A job's payload columns exactly as stored, with the fence that guards rewriting them.
+
+    Read by :meth:`ratchet.spi.SupportsPayloadRewrite.scan_payloads` and handed back to
+    :meth:`~ratchet.spi.SupportsPayloadRewrite.rewrite_payload`, which replaces the
+    payload only while the job still has this ``status`` and ``claim_seq``. ``archived``
+    says which table the row is in (the live jobs or the archive). The JSON texts are
+    raw (encrypted values included, never decoded); ``params`` is decoded as the store's
+    reads decode it.
+    """
+
+    job_id: str
+    archived: bool
+    status: JobStatus
+    claim_seq: int
+    args_json: str
+    kwargs_json: str
+    params: dict[str, Any]
+    result_json: str | None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

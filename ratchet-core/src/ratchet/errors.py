@@ -26,6 +26,7 @@ __all__ = [
     "JobFailedError",
     "JobLogsUnsupportedError",
     "JobNotFoundError",
+    "PayloadDecryptionError",
     "PayloadTooLargeError",
     "RatchetError",
     "StoreNotFoundError",
@@ -61,6 +62,12 @@ class ValueOutOfRangeError(RatchetError, ValueError):
 
 class PayloadTooLargeError(RatchetError, ValueError):
     """The encoded job payload is larger than the configured limit."""
+
+
+class PayloadDecryptionError(RatchetError):
+    """A sealed job value that cannot be opened: its key is not configured here, or it was
+    changed or copied from another job or column (see :mod:`ratchet.encryption`). A job
+    whose payload cannot be opened goes straight to the dead-letter queue."""
 
 
 class DuplicateIdempotencyKeyError(RatchetError):

@@ -21,7 +21,12 @@ from ratchet_tck.store.shared.upgrades import SQL_TABLES
 
 pytestmark = pytest.mark.server
 
-ALL_VERSIONS = [(1, "0001_initial.sql"), (2, "0002_crash_charges.sql"), (3, "0003_job_logs.sql")]
+ALL_VERSIONS = [
+    (1, "0001_initial.sql"),
+    (2, "0002_crash_charges.sql"),
+    (3, "0003_job_logs.sql"),
+    (4, "0004_archive_purge.sql"),
+]
 
 
 @pytest.fixture
@@ -102,7 +107,7 @@ def version_1_database() -> Callable[[str], list[str]]:
     def write(url: str) -> list[str]:
         _record_version_1(url)
         _run(url, _V1_ROWS)
-        return ["0002_crash_charges.sql", "0003_job_logs.sql"]
+        return [migration.name for migration in migrations()[1:]]
 
     return write
 
@@ -135,3 +140,38 @@ def test_the_second_migration_can_run_again_from_any_statement(empty_database: s
         assert refused.value.args[0] in (3819, 4025)  # MySQL / MariaDB: CHECK violated
     versions, _tables_now = _tables(empty_database)
     assert versions == ALL_VERSIONS
+
+
+def _purge_indexes(url: str) -> dict[str, list[str]]:
+    """The columns, in order, of each index migration 0004 adds (absent: not there)."""
+    kwargs = parse_store_url(url).connect_kwargs
+    with pymysql.connect(**kwargs) as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME IN "
+            "('ratchet_job_archive_finished', 'ratchet_job_dead_letters') "
+            "ORDER BY INDEX_NAME, SEQ_IN_INDEX"
+        )
+        found: dict[str, list[str]] = {}
+        for index, column in cursor.fetchall():
+            found.setdefault(str(index), []).append(str(column))
+        return found
+
+
+def test_the_purge_indexes_can_be_added_again_from_any_statement(empty_database: str) -> None:
+    """0004 stopped after any of its statements is completed by running it again from the
+    start, and a third run changes nothing: each index exists once, with its columns. A
+    bare ADD KEY would fail the second run (duplicate key name)."""
+    earlier = migrations()[:3]
+    assert [m.name for m in earlier] == [name for _version, name in ALL_VERSIONS[:3]]
+    for migration in earlier:
+        _run(empty_database, migration.statements())
+    assert _purge_indexes(empty_database) == {}
+    fourth = migrations()[3].statements()
+    for stop in range(1, len(fourth) + 1):
+        _run(empty_database, fourth[:stop])
+    _run(empty_database, fourth)
+    assert _purge_indexes(empty_database) == {
+        "ratchet_job_archive_finished": ["finished_at", "id"],
+        "ratchet_job_dead_letters": ["status", "finished_at", "id"],
+    }

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from ratchet._engine.archiver import Archiver
 from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import NodeContext
+from ratchet._engine.purges import RetentionPurges
 from ratchet._logs import get_logger
 from ratchet._messages import CRASH_LIMIT_MESSAGE, STALE_EXECUTION_MESSAGE
 from ratchet._types import OrphanRecovery
@@ -53,21 +54,25 @@ class Maintenance:
         self.node_id = context.node_id
         self.options = context.options
         self.archiver = Archiver(context.store, context.options, context.node_id)
+        self.purges = RetentionPurges(context.store, context.options, context.node_id)
         self._on_store_error = on_store_error
 
     def run(self, stop: threading.Event) -> None:
-        """Orphan scans every interval (desynchronised between nodes) and the archiver at
-        its cron instants, until ``stop`` is set."""
+        """Orphan scans every interval (desynchronised between nodes), the archiver and
+        the purges (:mod:`ratchet._engine.purges`) at their cron instants, until ``stop``
+        is set."""
         interval = self.options.orphan_scan_interval_minutes * 60.0
         next_scan = time.monotonic() + interval * random.uniform(0.5, 1.0)
         while True:
             wait = next_scan - time.monotonic()
             try:
-                until_archive = self.archiver.seconds_until_due(self.store.database_time())
+                now = self.store.database_time()
+                untils = (self.archiver.seconds_until_due(now), self.purges.seconds_until_due(now))
             except Exception:
-                until_archive = None
-            if until_archive is not None:
-                wait = min(wait, until_archive + 0.001)
+                untils = (None, None)
+            for until in untils:
+                if until is not None:
+                    wait = min(wait, until + 0.001)
             if stop.wait(max(wait, 0.0)):
                 return
             if time.monotonic() >= next_scan:
@@ -81,6 +86,10 @@ class Maintenance:
                     self.archiver.run()
             except Exception as exc:
                 self._on_store_error("archive finished jobs", exc, interval)
+            try:
+                self.purges.run_due(self.store.database_time())
+            except Exception as exc:
+                self._on_store_error("purge the archive or the dead-letter queue", exc, interval)
 
     def recover_own_claims(self) -> None:
         """Take back the claims a previous run of this node id left (at start, before any
@@ -133,6 +142,8 @@ class Maintenance:
         dead = 0
         for job_id, claim_seq in recovery.exhausted:
             job = self.store.get_job(job_id)
+            if job is not None:  # its on_failure callback reads the params
+                job = self.context.payloads.open_job(job)
             count = job.crash_count if job is not None else self.options.max_crash_redeliveries
             message = CRASH_LIMIT_MESSAGE.format(count=count)
             if self.store.fail_job(

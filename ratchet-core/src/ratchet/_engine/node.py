@@ -15,12 +15,13 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ratchet._config import RatchetOptions
 from ratchet._jobs import JobDefinition
 from ratchet._observers import Observers
+from ratchet._payloads import Payloads
 from ratchet._types import RecurringDefinition
 from ratchet.spi import ClassPolicy, JobStore, RetryPolicy, StartupCoordinator
 
@@ -73,7 +74,9 @@ class NodeContext:
     heartbeats, or the store itself when the backend cannot be shared; the caller closes
     an instance that is not :attr:`store`. ``observers`` holds the application's event
     subscribers and middleware (:mod:`ratchet._observers`); ``trusted_callbacks`` the
-    callbacks it named by function (live, see :mod:`ratchet._engine.callbacks`).
+    callbacks it named by function (live, see :mod:`ratchet._engine.callbacks`);
+    ``payloads`` seals and opens job payloads with the application's keys
+    (:mod:`ratchet._payloads`).
     """
 
     store: JobStore
@@ -88,3 +91,4 @@ class NodeContext:
     open_companion_store: Callable[[], JobStore]
     observers: Observers
     trusted_callbacks: Mapping[str, Callable[..., Any]]
+    payloads: Payloads = field(default_factory=Payloads)

@@ -70,10 +70,19 @@ STALE_SUCCESS_MESSAGE = (
 
 @dataclass(frozen=True, slots=True)
 class Succeed:
-    """The attempt succeeded; record this (already encoded) result."""
+    """The attempt succeeded; record this (already encoded) result.
+
+    ``result_json`` is the clear JSON (for callbacks); ``sealed_json`` the sealed form the
+    store records instead, for a job whose payload is encrypted."""
 
     result_json: str | None
     result_type: str | None
+    sealed_json: str | None = None
+
+    @property
+    def stored_json(self) -> str | None:
+        """What the store records."""
+        return self.result_json if self.sealed_json is None else self.sealed_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +304,7 @@ class OutcomeRecorder:
             completion = Completion(
                 job_id=job.id,
                 claim_seq=job.claim_seq,
-                result_json=decision.result_json,
+                result_json=decision.stored_json,
                 result_type=decision.result_type,
             )
             if self.lifecycle is not None:
@@ -308,7 +317,7 @@ class OutcomeRecorder:
             lambda: self.store.complete_job(
                 job.id,
                 job.claim_seq,
-                result_json=decision.result_json,
+                result_json=decision.stored_json,
                 result_type=decision.result_type,
             ),
         )

@@ -183,6 +183,8 @@ class RecurringScheduler:
             scheduled_at=fire_time.astimezone(UTC),
             recurring_id=definition.id,
         )
+        # A sealed template is opened and sealed again for this job (its own binding).
+        job = self.context.payloads.fire(definition, job)
         if self.store.enqueue_recurring_fire(job, fire_time=fire_time.astimezone(UTC)):
             self.fired += 1
             log.debug(

@@ -36,9 +36,10 @@ from ratchet._jobs import JobDefinition
 from ratchet._limits import MAX_DELAY_SECONDS
 from ratchet._logs import get_logger
 from ratchet._observers import Observers
+from ratchet._payloads import Payloads
 from ratchet._retry import backoff_seconds
 from ratchet._types import ClaimedJob
-from ratchet.errors import TargetNotAllowedError
+from ratchet.errors import PayloadDecryptionError, TargetNotAllowedError
 from ratchet.spi import ClassPolicy, RetryPolicy
 
 __all__ = ["JobRunner", "Resolved", "Target", "Unresolvable", "resolve_target"]
@@ -48,10 +49,12 @@ log = get_logger("ratchet.worker")
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A claimed job's callable, resolved once per run."""
+    """A claimed job's callable, resolved once per run, and the job to run: with its
+    sealed payload opened (:mod:`ratchet._payloads`), or the claimed job itself."""
 
     func: Callable[..., Any]
     is_async: bool
+    job: ClaimedJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +99,13 @@ class JobRunner:
         lifecycle: Lifecycle | None = None,
         observers: Observers | None = None,
         job_logs: JobLogWriter | None = None,
+        payloads: Payloads | None = None,
     ) -> None:
         """Decisions are written by ``recorder``. A result whose JSON exceeds
         ``max_result_bytes`` is dropped (the job succeeds). ``lifecycle`` is told when
         each attempt starts; ``observers`` holds the execution middleware; ``job_logs``
-        stores what each attempt logs and reports (``None``: the store keeps none)."""
+        stores what each attempt logs and reports (``None``: the store keeps none);
+        ``payloads`` opens sealed payloads and seals results (``None``: no keys)."""
         self.recorder = recorder
         self.registry = registry
         self.class_policy = class_policy
@@ -109,6 +114,7 @@ class JobRunner:
         self.lifecycle = lifecycle
         self.observers = observers
         self.job_logs = job_logs
+        self.payloads = payloads or Payloads()
 
     # -- running -------------------------------------------------------------------------
 
@@ -120,7 +126,11 @@ class JobRunner:
             func, is_async = resolve_target(job, self.registry, self.class_policy)
         except BaseException as exc:  # a refused or broken target; see the module
             return Unresolvable(exc)
-        return Target(func, is_async)
+        try:
+            opened = self.payloads.open_claimed(job)
+        except Exception as exc:  # a key missing here, or a changed value: no retry helps
+            return Unresolvable(exc)
+        return Target(func, is_async, opened)
 
     def run_sync(self, job: ClaimedJob, target: Resolved) -> Outcome:
         """Run a synchronous job in the calling thread (with a timeout, on a helper thread
@@ -128,7 +138,7 @@ class JobRunner:
         started = self._started(job)
         if isinstance(target, Unresolvable):
             return self.record_failure(job, target.error, started)
-        func = target.func
+        func, job = target.func, target.job
         try:
             args, kwargs = _decode(job)
             if target.is_async:
@@ -149,6 +159,7 @@ class JobRunner:
         started = self._started(job)
         if isinstance(target, Unresolvable):
             return await asyncio.to_thread(self.record_failure, job, target.error, started)
+        job = target.job
         try:
             args, kwargs = _decode(job)
             result = await self._call_async(job, target.func, args, kwargs)
@@ -250,7 +261,9 @@ class JobRunner:
     def success_decision(self, job: ClaimedJob, result: Any) -> Succeed:
         """Succeed with ``result`` encoded (``None`` when it cannot be stored)."""
         result_json, result_type = encode_result(job.name, result, max_bytes=self.max_result_bytes)
-        return Succeed(result_json, result_type)
+        if not job.encrypted:
+            return Succeed(result_json, result_type)
+        return Succeed(result_json, result_type, self.payloads.seal_result(job, result_json))
 
     def failure_decision(self, job: ClaimedJob, exc: BaseException) -> Retry | Fail:
         """Retry after a delay or fail, as :meth:`decide` says, with ``exc`` described."""
@@ -260,7 +273,7 @@ class JobRunner:
             return Retry(delay, error, exc)
         permanent = (
             is_do_not_retry(exc)
-            or isinstance(exc, TargetNotAllowedError | _UndecodableArguments)
+            or isinstance(exc, _NEVER_RETRIED)
             or job.attempt <= job.max_retries  # the RetryPolicy refused a retry
         )
         return Fail(error, exc, "permanent_error" if permanent else "retries_exhausted")
@@ -271,7 +284,7 @@ class JobRunner:
         DoNotRetry (or a class marked ``@do_not_retry``) and refused targets fail at once;
         otherwise the RetryPolicy is asked, and attempts are bounded by ``max_retries``.
         """
-        if is_do_not_retry(exc) or isinstance(exc, TargetNotAllowedError | _UndecodableArguments):
+        if is_do_not_retry(exc) or isinstance(exc, _NEVER_RETRIED):
             return "failed", 0.0
         if job.attempt > job.max_retries:
             return "failed", 0.0
@@ -298,6 +311,10 @@ class JobRunner:
 
 class _UndecodableArguments(ValueError):
     """Stored arguments that are not valid JSON of the expected shape."""
+
+
+# Failures that are the same on every attempt: straight to the dead-letter queue.
+_NEVER_RETRIED = (TargetNotAllowedError, _UndecodableArguments, PayloadDecryptionError)
 
 
 def _decode(job: ClaimedJob) -> tuple[list[Any], dict[str, Any]]:

@@ -40,6 +40,7 @@ from ratchet._logs import engine_thread, get_logger, log_fields
 from ratchet._messages import DRAIN_RELEASED_MESSAGE
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, NodeInfo, OrphanRecovery
+from ratchet.encryption import describe_keys
 from ratchet.errors import WorkerCrashedError
 from ratchet.spi import JobStore, SupportsBatchCompletion
 
@@ -121,6 +122,7 @@ class Worker:
                 keep_per_attempt=options.job_log_max_lines,
                 max_line_chars=options.job_log_max_line_chars,
             ),
+            payloads=context.payloads,
         )
         self.ready = ReadyQueue(
             concurrency=self.concurrency,
@@ -213,6 +215,9 @@ class Worker:
             self.concurrency,
             extra={"event": "node_started", "node_id": self.node_id},
         )
+        encryption = self.context.payloads.encryption
+        if encryption is not None:  # key ids only, never a key
+            log.info("Payload encryption: %s.", describe_keys(encryption))
         self.lifecycle.node_started(self.store.describe(), self.concurrency)
         return self
 

@@ -176,6 +176,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dlq_purge.set_defaults(handler=c.cmd_dlq_purge)
 
+    archive = commands.add_parser("archive", help="read or purge the archive of finished jobs")
+    archive_sub = archive.add_subparsers(dest="action", required=True, metavar="ACTION")
+    archive_list = archive_sub.add_parser("list", help="list archived jobs, newest first")
+    _store_options(archive_list)
+    archive_list.add_argument("--status", help="SUCCEEDED, FAILED or CANCELED")
+    archive_list.add_argument("--tag")
+    archive_list.add_argument("--limit", type=whole_number_in(1, MAX_LIST, example=50), default=50)
+    archive_list.set_defaults(handler=c.cmd_archive_list)
+    archive_show = archive_sub.add_parser("show", help="show one archived job and its attempts")
+    _store_options(archive_show)
+    archive_show.add_argument("job_id", metavar="ID")
+    archive_show.set_defaults(handler=c.cmd_archive_show)
+    archive_purge = archive_sub.add_parser(
+        "purge", help="delete archived jobs that finished more than N days ago"
+    )
+    _store_options(archive_purge)
+    archive_purge.add_argument(
+        "--older-than-days",
+        type=number_in(0, MAX_DELAY_SECONDS / 86400, example=365),
+        required=True,
+        metavar="DAYS",
+    )
+    archive_purge.set_defaults(handler=c.cmd_archive_purge)
+
     recurring = commands.add_parser("recurring", help="list or cancel recurring schedules")
     recurring_sub = recurring.add_subparsers(dest="action", required=True, metavar="ACTION")
     recurring_list = recurring_sub.add_parser("list", help="every saved schedule")
@@ -230,11 +254,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(handler=_metrics_serve)
 
+    _keys_commands(commands)
+
     demo = commands.add_parser("demo", help="run a short demonstration on the embedded store")
     demo.add_argument("--store", metavar="URL", help="default: a fresh SQLite file")
     demo.set_defaults(handler=c.cmd_demo)
     bench.register(commands)
     return parser
+
+
+def _keys_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from ratchet.cli import _keys
+    from ratchet.cli._arguments import whole_number_in
+
+    keys = commands.add_parser("keys", help="payload encryption keys: make one, rotate stored rows")
+    keys_sub = keys.add_subparsers(dest="action", required=True, metavar="ACTION")
+    generate = keys_sub.add_parser("generate", help="print a new key as key_id:base64key")
+    generate.add_argument("--id", default="k1", help="the key id to print it with (default k1)")
+    generate.set_defaults(handler=_keys.cmd_keys_generate)
+    rotate = keys_sub.add_parser(
+        "rotate",
+        help="re-seal stored payloads with the write key (the first of RATCHET_ENCRYPTION_KEYS)",
+    )
+    _store_options(rotate)
+    rotate.add_argument(
+        "--batch-size", type=whole_number_in(1, 10_000, example=500), default=500, metavar="N"
+    )
+    rotate.add_argument(
+        "--after", metavar="ID", help="resume a stopped run past this job id (its last output)"
+    )
+    rotate.set_defaults(handler=_keys.cmd_keys_rotate)
 
 
 def _metrics_serve(args: argparse.Namespace) -> int:

@@ -8,20 +8,28 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from ratchet._app import DEFAULT_STORE_URL, Ratchet, job_log_store
+from ratchet._app import DEFAULT_STORE_URL, Ratchet, archive_access, job_log_store
 from ratchet._config import RatchetOptions
 from ratchet._imports import resolve_reference
 from ratchet._job_logs import JobLogs
 from ratchet._jobs import normalize_tag
 from ratchet._logs import get_logger
+from ratchet._payloads import Payloads
 from ratchet._redact import redact
 from ratchet._types import JobPriority, JobStatus
 from ratchet.cli import _output
+from ratchet.encryption import Encryption
 from ratchet.errors import JobNotFoundError, RatchetError, UnknownJobError
 from ratchet.plugins import PluginRegistry, store_scheme
-from ratchet.spi import DefaultNodeIdentityProvider, JobStore, SupportsSchema
+from ratchet.spi import (
+    DefaultNodeIdentityProvider,
+    JobStore,
+    SupportsArchiveAccess,
+    SupportsSchema,
+)
 
 log = get_logger("ratchet.cli")
 
@@ -99,6 +107,15 @@ def open_store(args: argparse.Namespace, *, writes: bool = False) -> JobStore:
     if writes:
         refuse_in_memory(store, f"'ratchet {args.command} {args.action}'")
     return store
+
+
+def payloads_of(args: argparse.Namespace) -> Payloads:
+    """``--app``'s keys, else those of RATCHET_ENCRYPTION_KEYS, else none (sealed values
+    are then shown sealed)."""
+    if getattr(args, "app", None):
+        return load_app(args.app).payloads
+    keys = os.environ.get("RATCHET_ENCRYPTION_KEYS", "").strip()
+    return Payloads(Encryption(keys) if keys else None)
 
 
 def refuse_in_memory(store: JobStore, command: str) -> None:
@@ -223,7 +240,8 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
     store = open_store(args)
     tag = normalize_tag(args.tag) if args.tag is not None else None  # as tags are stored
     jobs = store.list_jobs(status=_status(args.status), tag=tag, limit=args.limit)
-    _output.echo(_output.jobs_table(jobs))
+    payloads = payloads_of(args)
+    _output.echo(_output.jobs_table([payloads.open_job(job) for job in jobs]))
     return 0
 
 
@@ -232,6 +250,7 @@ def cmd_jobs_show(args: argparse.Namespace) -> int:
     job = store.get_job(args.job_id)
     if job is None:
         raise JobNotFoundError(f"No job has id {args.job_id!r}; list ids with 'ratchet jobs list'.")
+    job = payloads_of(args).open_job(job)  # shown sealed without the key
     _output.echo(_output.job_details(job, store.list_executions(job.id)))
     return 0
 
@@ -295,9 +314,64 @@ def cmd_dlq_retry(args: argparse.Namespace) -> int:
 
 def cmd_dlq_purge(args: argparse.Namespace) -> int:
     store = open_store(args, writes=True)
-    purged = store.purge_failed_jobs(older_than_seconds=args.older_than_days * 86400)
+    age = args.older_than_days * 86400
+    if isinstance(store, SupportsArchiveAccess):  # in batches: no transaction grows with it
+        purged = _purge_in_batches(
+            lambda batch: store.purge_dead_letters(older_than_seconds=age, batch_size=batch)
+        )
+    else:
+        purged = store.purge_failed_jobs(older_than_seconds=age)
     _output.echo(
         f"Purged {purged} dead-lettered job(s) older than {args.older_than_days:g} day(s)."
+    )
+    return 0
+
+
+PURGE_BATCH = 1000
+"""Jobs one transaction of ``dlq purge`` and ``archive purge`` deletes."""
+
+
+def _purge_in_batches(step: Callable[[int], int]) -> int:
+    """Batches of :data:`PURGE_BATCH` until one comes back short; the total deleted."""
+    total = 0
+    while True:
+        deleted = step(PURGE_BATCH)
+        total += deleted
+        if deleted < PURGE_BATCH:
+            return total
+
+
+def cmd_archive_list(args: argparse.Namespace) -> int:
+    archive = archive_access(open_store(args))
+    tag = normalize_tag(args.tag) if args.tag is not None else None  # as tags are stored
+    jobs = archive.list_archived_jobs(status=_status(args.status), tag=tag, limit=args.limit)
+    payloads = payloads_of(args)
+    _output.echo(_output.jobs_table([payloads.open_job(job) for job in jobs]))
+    return 0
+
+
+def cmd_archive_show(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    job = archive_access(store).get_archived_job(args.job_id)
+    if job is None:
+        raise JobNotFoundError(
+            f"No archived job has id {args.job_id!r}; list ids with 'ratchet archive list' "
+            "(a job still live is shown by 'ratchet jobs show')."
+        )
+    job = payloads_of(args).open_job(job)  # shown sealed without the key
+    _output.echo(_output.job_details(job, store.list_executions(job.id)))
+    return 0
+
+
+def cmd_archive_purge(args: argparse.Namespace) -> int:
+    archive = archive_access(open_store(args, writes=True))
+    age = args.older_than_days * 86400
+    purged = _purge_in_batches(
+        lambda batch: archive.purge_archived_jobs(older_than_seconds=age, batch_size=batch)
+    )
+    _output.echo(
+        f"Purged {purged} archived job(s) that finished more than "
+        f"{args.older_than_days:g} day(s) ago."
     )
     return 0
 

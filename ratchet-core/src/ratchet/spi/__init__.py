@@ -53,6 +53,7 @@ from ratchet._types import (
     NodeInfo,
     OrphanRecovery,
     RecurringDefinition,
+    StoredPayload,
 )
 from ratchet._uuid import new_job_id
 from ratchet.spi._broadcast import (
@@ -66,10 +67,12 @@ from ratchet.spi._broadcast import (
 )
 from ratchet.spi._capabilities import (
     SupportsActivityProbe,
+    SupportsArchiveAccess,
     SupportsBatchCompletion,
     SupportsBulkRetry,
     SupportsEnqueueHints,
     SupportsJobLogs,
+    SupportsPayloadRewrite,
     SupportsPendingAges,
     SupportsSchema,
     SupportsTestReset,
@@ -155,12 +158,15 @@ __all__ = [
     "RowDecoder",
     "StartupCoordinator",
     "StoreStartupCoordinator",
+    "StoredPayload",
     "SupportsActivityProbe",
+    "SupportsArchiveAccess",
     "SupportsBatchCompletion",
     "SupportsBulkRetry",
     "SupportsCompletionHints",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
+    "SupportsPayloadRewrite",
     "SupportsPendingAges",
     "SupportsSchema",
     "SupportsTestReset",

@@ -6,14 +6,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ratchet._job_logs import JobLogLine, JobProgress
-from ratchet._types import Completion, NewJob
+from ratchet._types import Completion, Job, JobStatus, NewJob, StoredPayload
 
 __all__ = [
     "SupportsActivityProbe",
+    "SupportsArchiveAccess",
     "SupportsBatchCompletion",
     "SupportsBulkRetry",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
+    "SupportsPayloadRewrite",
     "SupportsPendingAges",
     "SupportsSchema",
     "SupportsTestReset",
@@ -244,5 +246,116 @@ class SupportsBulkRetry(Protocol):
         ``retry_failed_job`` calls never retry one failure twice: each id is returned by
         at most one caller (the SQL stores lock their candidates, skipping rows another
         transaction holds).
+        """
+        ...
+
+
+@runtime_checkable
+class SupportsArchiveAccess(Protocol):
+    """A store whose archive can be read and purged (``app.get_job(...,
+    include_archived=True)``, ``ratchet archive list|show|purge``, the archive and
+    dead-letter purge timers); without it archived jobs can be neither seen nor deleted,
+    and the dead-letter queue is purged in one :meth:`~ratchet.spi.ArchiveStore.purge_failed_jobs`
+    call.
+
+    The archive is what :meth:`~ratchet.spi.ArchiveStore.archive_finished_jobs` moved
+    aside. Every cut-off is database-now minus ``older_than_seconds``, compared with the
+    job's ``finished_at``. Idempotency keys stay reserved through every purge: enqueueing
+    a purged job's key still raises :class:`~ratchet.errors.DuplicateIdempotencyKeyError`
+    and :meth:`~ratchet.spi.JobQueue.find_job_id_by_idempotency_key` still answers its id.
+    """
+
+    def get_archived_job(self, job_id: str) -> Job | None:
+        """The job as it was archived, every field as when it was moved (status, attempts,
+        result, last error, tags, times), or ``None`` when ``job_id`` is not in the archive
+        (a live job is not returned here: :meth:`~ratchet.spi.JobQueue.get_job` has it).
+        Read-only."""
+        ...
+
+    def list_archived_jobs(
+        self, *, status: JobStatus | None, tag: str | None, limit: int
+    ) -> list[Job]:
+        """Archived jobs filtered by status and/or tag, newest first (``created_at``, then
+        id, descending), at most ``limit``; ``limit <= 0`` returns ``[]``.
+
+        The filters mean what they mean for :meth:`~ratchet.spi.JobQueue.list_jobs`:
+        ``tag`` arrives normalised and matches whole stored tags only. Live jobs are never
+        returned. Read-only.
+        """
+        ...
+
+    def purge_archived_jobs(self, *, older_than_seconds: float, batch_size: int) -> int:
+        """Delete up to ``batch_size`` archived jobs that finished before the cut-off, the
+        oldest first; returns how many were deleted. Newer archived jobs and every live
+        job (of any status) must not be touched; ``batch_size <= 0`` deletes nothing.
+        Idempotency keys stay reserved (class docstring)."""
+        ...
+
+    def purge_dead_letters(self, *, older_than_seconds: float, batch_size: int) -> int:
+        """The batched :meth:`~ratchet.spi.ArchiveStore.purge_failed_jobs`: delete up to
+        ``batch_size`` FAILED live jobs that finished before the cut-off, the oldest
+        first, with their tags (as ``purge_failed_jobs`` does: execution records and job
+        logs age out on their own retention); returns how many were deleted.
+
+        Jobs of any other status, newer dead letters and the archive must not be touched;
+        ``batch_size <= 0`` deletes nothing. A dead letter retried concurrently is either
+        deleted before the retry (which then finds nothing) or retried and kept, never
+        both. Idempotency keys stay reserved (class docstring).
+        """
+        ...
+
+
+@runtime_checkable
+class SupportsPayloadRewrite(Protocol):
+    """A store whose stored payloads can be read raw and rewritten in place, fenced
+    (``ratchet keys rotate`` re-encrypts arguments, params and results with a new key);
+    without it stored payloads cannot be rotated.
+
+    The payload is four values of a job: ``args_json``, ``kwargs_json``, ``params`` and
+    ``result_json``. Nothing else of a row is read or written through this capability.
+    """
+
+    def scan_payloads(
+        self, *, archived: bool, after_id: str | None, limit: int
+    ) -> list[StoredPayload]:
+        """Up to ``limit`` jobs of the live table (``archived=False``) or of the archive
+        (``archived=True``), never both, with id greater than ``after_id`` (all when
+        ``None``), ordered by id ascending; ``limit <= 0`` returns ``[]``.
+
+        The order is the byte order of the id text, the order of the stores' primary keys
+        (SQLite's BINARY collation, MySQL's VARBINARY ids, MongoDB's ``_id``; PostgreSQL's
+        ``text`` key sorts in the database's collation, byte order under ``C`` or
+        ``C.UTF-8``), so that passing the last id of a batch as ``after_id`` reads the
+        next batch and a whole scan sees every job that stayed in that table exactly once.
+
+        The values must be the raw stored text: ``args_json``, ``kwargs_json`` and
+        ``result_json`` exactly as stored (never decoded and re-encoded), ``params``
+        decoded as the store's reads decode it, with the job's current ``status`` and
+        ``claim_seq`` (the fence of :meth:`rewrite_payload`). Read-only; the cost must be
+        proportional to ``limit`` (a range of the primary key), never to the table.
+        """
+        ...
+
+    def rewrite_payload(
+        self,
+        stored: StoredPayload,
+        *,
+        args_json: str,
+        kwargs_json: str,
+        params: dict[str, Any],
+        result_json: str | None,
+    ) -> bool:
+        """Replace the four payload values of the job ``stored`` names, in the table
+        ``stored.archived`` says, only while its ``status`` and ``claim_seq`` still equal
+        ``stored.status`` and ``stored.claim_seq``; ``True`` when the row was rewritten.
+
+        ``False``, and nothing changed, when the job is gone or moved on since the scan
+        (claimed, completed, failed, retried, canceled, released, archived, purged): a
+        concurrent outcome is never overwritten, so a completion's result is never lost.
+        The caller scans again to rewrite what moved on.
+
+        Atomic per row: the check and the write are one fenced update. Nothing else of
+        the row may change: no time (``updated_at`` included), counter, key, tag, owner
+        or status.
         """
         ...

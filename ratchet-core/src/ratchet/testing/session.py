@@ -34,6 +34,7 @@ from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._jobs import JobBuilder, JobDefinition
 from ratchet._logs import get_logger
 from ratchet._observers import Observers
+from ratchet._payloads import Payloads
 from ratchet._types import Job, JobStatus, RecurringDefinition
 from ratchet._uuid import new_job_id
 from ratchet.errors import RatchetError
@@ -78,6 +79,7 @@ class Application(Protocol):
     startup: StartupCoordinator
     options: RatchetOptions
     observers: Observers
+    payloads: Payloads
     node_id: str
     registry: dict[str, JobDefinition]
     recurring_definitions: list[RecurringDefinition]
@@ -228,6 +230,7 @@ class Testing:
         wanted_tag = None if tag is None else tag.strip().lower()
         found = self._private_store().list_jobs(status=wanted_status, limit=1_000_000)
         found.reverse()  # the store lists newest first
+        found = [self.app.payloads.open_job(stored) for stored in found]  # as app.get_job
         return [
             stored
             for stored in found

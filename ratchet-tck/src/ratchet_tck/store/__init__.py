@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from ratchet_tck.store._base import StoreSuiteBase, new_job, run_concurrently
 from ratchet_tck.store.activity import ActivityProbeContracts
+from ratchet_tck.store.archive_access import ArchiveAccessContracts
 from ratchet_tck.store.atomicity import AtomicityContracts
 from ratchet_tck.store.batch import BatchCompletionContracts
 from ratchet_tck.store.bulk_retry import BulkRetryContracts
@@ -41,12 +42,14 @@ from ratchet_tck.store.keys import BusinessKeyContracts, IdempotencyKeyContracts
 from ratchet_tck.store.leases import LeaseContracts
 from ratchet_tck.store.neighbours import CutOffContracts, NeighbouringStateContracts
 from ratchet_tck.store.outcomes import FencingContracts, OutcomeContracts
+from ratchet_tck.store.payload_rewrite import PayloadRewriteContracts
 from ratchet_tck.store.pending_ages import PendingAgeContracts
 from ratchet_tck.store.processes import LoadContracts
 from ratchet_tck.store.races import RaceContracts
 from ratchet_tck.store.reconnect import ReconnectContracts
 from ratchet_tck.store.retention import ArchiveContracts, RecurringContracts
 from ratchet_tck.store.schema import SchemaContracts
+from ratchet_tck.store.sealed_payloads import SealedPayloadContracts
 from ratchet_tck.store.times import DatabaseClockContracts, TimePrecisionContracts
 from ratchet_tck.store.transactional import TransactionalEnqueueContracts
 
@@ -92,6 +95,9 @@ class JobStoreSuite(
     PendingAgeContracts,
     ActivityProbeContracts,
     BulkRetryContracts,
+    ArchiveAccessContracts,
+    PayloadRewriteContracts,
+    SealedPayloadContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -1,5 +1,5 @@
-"""Retention of the MongoDB store: archive finished jobs, purge dead letters and
-execution records.
+"""Retention of the MongoDB store: archive finished jobs, purge dead letters (all at once,
+or in batches: ``SupportsArchiveAccess``), the archive and execution records.
 
 Contract kept (``ratchet.spi.ArchiveStore``): the cut-off comes from the database clock.
 Removing a job is fenced by its ``rev`` like every other transition, so a concurrent
@@ -25,7 +25,9 @@ _NOT_ARCHIVED = frozenset({"rev", "started_seq", "redeliveries"})
 
 
 class ArchiveOperations(FencedCollections):
-    """ArchiveStore: ``archive_finished_jobs``, ``purge_failed_jobs``, ``purge_executions``."""
+    """ArchiveStore: ``archive_finished_jobs``, ``purge_failed_jobs``, ``purge_executions``;
+    SupportsArchiveAccess: ``purge_archived_jobs``, ``purge_dead_letters`` (its reads are
+    in ``_reads``)."""
 
     def _finished_before(self, statuses: Sequence[str], cut: datetime, limit: int) -> Iterator[Doc]:
         cursor = self._jobs.find(
@@ -91,3 +93,30 @@ class ArchiveOperations(FencedCollections):
         if not ids:
             return 0
         return int(self._executions.delete_many({"_id": {"$in": ids}}).deleted_count)
+
+    @unavailable
+    def purge_dead_letters(self, *, older_than_seconds: float, batch_size: int) -> int:
+        now = self._now()
+        if batch_size <= 0:
+            return 0
+        cut = now - ms(older_than_seconds)
+        return sum(
+            self._remove_job(doc, now, archive=False)
+            for doc in self._finished_before([JobStatus.FAILED.value], cut, batch_size)
+        )
+
+    @unavailable
+    def purge_archived_jobs(self, *, older_than_seconds: float, batch_size: int) -> int:
+        now = self._now()
+        if batch_size <= 0:
+            return 0
+        cut = now - ms(older_than_seconds)
+        ids = [
+            doc["_id"]
+            for doc in self._archive.find({"finished_at": {"$lt": cut}}, {"_id": 1})
+            .sort("finished_at", ASCENDING)
+            .limit(batch_size)
+        ]
+        if not ids:
+            return 0
+        return int(self._archive.delete_many({"_id": {"$in": ids}}).deleted_count)

@@ -3,7 +3,9 @@
 Contract kept (``ratchet.spi.JobQueue`` reads and ``ExecutionLog.list_executions``): every
 method only reads, so each is retried once after a lost connection (``idempotent``); a
 closed store raises :class:`~ratchet.errors.RatchetError`. Archived jobs live in another
-collection and are never returned. Keys match exactly, as stored.
+collection and are never returned, except by the archive's own reads
+(``SupportsArchiveAccess``: ``get_archived_job``, ``list_archived_jobs``). Keys match
+exactly, as stored.
 """
 
 from __future__ import annotations
@@ -42,6 +44,33 @@ class ReadOperations(FencedCollections):
             query["tags"] = tag
         cursor = (
             self._jobs.find(query)
+            .sort([("created_at", DESCENDING), ("_id", DESCENDING)])
+            .limit(int(limit))
+        )
+        return [job_from_doc(doc) for doc in cursor]
+
+    @unavailable
+    @idempotent
+    def get_archived_job(self, job_id: str) -> Job | None:
+        self._check_open()
+        doc = self._archive.find_one({"_id": job_id})
+        return None if doc is None else job_from_doc(doc)
+
+    @unavailable
+    @idempotent
+    def list_archived_jobs(
+        self, *, status: JobStatus | None, tag: str | None, limit: int
+    ) -> list[Job]:
+        self._check_open()
+        if int(limit) <= 0:
+            return []
+        query: Doc = {}
+        if status is not None:
+            query["status"] = JobStatus(status).value
+        if tag is not None:
+            query["tags"] = tag
+        cursor = (
+            self._archive.find(query)
             .sort([("created_at", DESCENDING), ("_id", DESCENDING)])
             .limit(int(limit))
         )

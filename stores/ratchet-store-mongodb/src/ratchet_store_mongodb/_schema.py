@@ -67,6 +67,13 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("status", ASCENDING), ("finished_at", ASCENDING)], name="ratchet_job_finished"
         ),
     ],
+    # The archive's reads list the newest first; its purge deletes the oldest finished.
+    ARCHIVE: [
+        IndexModel(
+            [("created_at", DESCENDING), ("_id", DESCENDING)], name="ratchet_archive_created"
+        ),
+        IndexModel([("finished_at", ASCENDING)], name="ratchet_archive_finished"),
+    ],
     TOKENS: [IndexModel([("ref", ASCENDING)], name="ratchet_transition_ref")],
     EXECUTIONS: [
         IndexModel([("job_id", ASCENDING), ("claim_seq", ASCENDING)], name="ratchet_exec_job"),

@@ -14,7 +14,8 @@ the database clock to the parts:
 * ``_cluster``: nodes, locks, orphan recovery, stale execution records;
 * ``_recurring``: recurring definitions and fires, cancel by business key or tag;
 * ``_archive``: archive and purges;
-* ``_job_logs``: job log lines and progress (``SupportsJobLogs``).
+* ``_job_logs``: job log lines and progress (``SupportsJobLogs``);
+* ``_payloads``: raw payload scans and fenced rewrites (``SupportsPayloadRewrite``).
 
 This module keeps the lifecycle: connecting (and creating the indexes), ``from_url``,
 ``describe``, ``close`` and ``reset_for_tests``.
@@ -41,6 +42,7 @@ from ratchet_store_mongodb._enqueue import EnqueueOperations
 from ratchet_store_mongodb._fencing import STALL_SECONDS, Doc, unavailable
 from ratchet_store_mongodb._job_logs import JobLogOperations
 from ratchet_store_mongodb._outcomes import OutcomeOperations
+from ratchet_store_mongodb._payloads import PayloadOperations
 from ratchet_store_mongodb._reads import ReadOperations
 from ratchet_store_mongodb._recurring import RecurringOperations
 from ratchet_store_mongodb._url import parse_store_url
@@ -58,6 +60,7 @@ class MongoDBJobStore(
     RecurringOperations,
     ArchiveOperations,
     JobLogOperations,
+    PayloadOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""

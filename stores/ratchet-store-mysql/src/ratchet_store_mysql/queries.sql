@@ -437,6 +437,36 @@ WHERE finished_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND AND status <
 ORDER BY finished_at
 LIMIT %(limit)s;
 
+-- ===================================================================== archive reads and purges
+
+-- name: select_archived_job
+SELECT {{job_columns}} FROM ratchet_job_archive WHERE id = %(id)s;
+
+-- name: list_archived_jobs
+-- The archive keeps tags in tags_json only (its rows have no tag table).
+SELECT {{job_columns}} FROM ratchet_job_archive
+WHERE (%(status)s IS NULL OR status = %(status)s)
+  AND (%(tag)s IS NULL OR JSON_CONTAINS(tags_json, JSON_QUOTE(%(tag)s)))
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: purge_archived_jobs
+-- The oldest first, one short range of ratchet_job_archive_finished (migration 0004) per
+-- batch rather than a scan and filesort of the whole archive.
+DELETE FROM ratchet_job_archive
+WHERE finished_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND
+ORDER BY finished_at, id
+LIMIT %(limit)s;
+
+-- name: select_dead_letters
+-- Locked, so a concurrent retry_failed_job waits for the delete (and then finds nothing).
+-- Read from ratchet_job_dead_letters (migration 0004: status, finished_at, id), whose
+-- FAILED range holds only dead letters, in this order.
+SELECT id FROM ratchet_job
+WHERE finished_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND AND status = 'FAILED'
+ORDER BY finished_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
 -- ===================================================================== job logs and progress
 
 -- name: insert_job_logs
@@ -508,3 +538,35 @@ DELETE FROM ratchet_job_progress
 WHERE updated_at < UTC_TIMESTAMP(6) - INTERVAL %(age)s MICROSECOND
 ORDER BY updated_at
 LIMIT %(limit)s;
+
+-- ===================================================================== payload rewrite
+-- SupportsPayloadRewrite (key rotation): the payload columns raw, in primary-key order
+-- (VARBINARY ids: byte order), and their fenced rewrite. %(from_id)s is %(after_id)s, or
+-- '' for a scan from the start (the range the primary key serves); the strict bound
+-- leaves %(after_id)s itself out. A rewrite changes the four payload columns and nothing
+-- else (updated_at included); its count is of matched rows, so rewriting a value with
+-- itself still counts 1.
+
+-- name: scan_payloads
+SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json
+FROM ratchet_job
+WHERE id >= %(from_id)s AND (%(after_id)s IS NULL OR id > %(after_id)s)
+ORDER BY id LIMIT %(limit)s;
+
+-- name: scan_archived_payloads
+SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json
+FROM ratchet_job_archive
+WHERE id >= %(from_id)s AND (%(after_id)s IS NULL OR id > %(after_id)s)
+ORDER BY id LIMIT %(limit)s;
+
+-- name: rewrite_payload
+UPDATE ratchet_job
+SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params_json = %(params)s,
+    result_json = %(result_json)s
+WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;
+
+-- name: rewrite_archived_payload
+UPDATE ratchet_job_archive
+SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params_json = %(params)s,
+    result_json = %(result_json)s
+WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;

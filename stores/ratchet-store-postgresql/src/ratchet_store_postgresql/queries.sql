@@ -626,6 +626,42 @@ DELETE FROM ratchet_job
 WHERE status = 'FAILED'
   AND finished_at < statement_timestamp() - make_interval(secs => %(age)s::float8);
 
+-- name: purge_dead_letters
+-- The batched purge_failed_jobs (SupportsArchiveAccess); tags go with the job (ON DELETE
+-- CASCADE). The batch is chosen once, in a MATERIALIZED CTE (see purge_executions), from
+-- the partial index ratchet_job_dead_letters (migration 0004: FAILED jobs only, in order).
+WITH doomed AS MATERIALIZED (
+    SELECT id FROM ratchet_job
+    WHERE status = 'FAILED'
+      AND finished_at < statement_timestamp() - make_interval(secs => %(age)s::float8)
+    ORDER BY finished_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ratchet_job AS j USING doomed WHERE j.id = doomed.id;
+
+-- name: select_archived_job
+SELECT {_job_columns} FROM ratchet_job_archive WHERE id = %(id)s;
+
+-- name: list_archived_jobs
+-- The archive keeps tags as an array (its rows have no tag table).
+SELECT {_job_columns} FROM ratchet_job_archive
+WHERE (CAST(%(status)s AS text) IS NULL OR status = %(status)s)
+  AND (CAST(%(tag)s AS text) IS NULL OR CAST(%(tag)s AS text) = ANY (tags))
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: purge_archived_jobs
+-- The oldest first, one short range of ratchet_job_archive_finished (migration 0004) per
+-- batch rather than a scan and sort of the whole archive.
+WITH doomed AS MATERIALIZED (
+    SELECT id FROM ratchet_job_archive
+    WHERE finished_at < statement_timestamp() - make_interval(secs => %(age)s::float8)
+    ORDER BY finished_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ratchet_job_archive AS a USING doomed WHERE a.id = doomed.id;
+
 -- name: purge_executions
 -- Closed execution records only; RUNNING ones belong to a live claim (or to the
 -- stale-close scan) and are never deleted here. A LIMIT inside "WHERE key IN (subquery)"
@@ -715,3 +751,34 @@ WHERE p.job_id = doomed.job_id
 TRUNCATE ratchet_job, ratchet_job_tag, ratchet_idempotency_key, ratchet_execution,
     ratchet_node, ratchet_lock, ratchet_recurring, ratchet_recurring_fire, ratchet_job_archive,
     ratchet_job_log, ratchet_job_progress;
+
+-- ===================================================================== payload rewrite
+-- SupportsPayloadRewrite (key rotation): the payload columns raw, in primary-key order
+-- (the database's collation: byte order under C or C.UTF-8), and their fenced rewrite.
+-- %(from_id)s is %(after_id)s, or '' for a scan from the start (the range the primary key
+-- serves); the strict bound leaves %(after_id)s itself out. params stays jsonb. A rewrite
+-- changes the four payload columns and nothing else (updated_at included).
+
+-- name: scan_payloads
+SELECT id, status, claim_seq, args_json, kwargs_json, params, result_json
+FROM ratchet_job
+WHERE id >= %(from_id)s AND (CAST(%(after_id)s AS text) IS NULL OR id > %(after_id)s)
+ORDER BY id LIMIT %(limit)s;
+
+-- name: scan_archived_payloads
+SELECT id, status, claim_seq, args_json, kwargs_json, params, result_json
+FROM ratchet_job_archive
+WHERE id >= %(from_id)s AND (CAST(%(after_id)s AS text) IS NULL OR id > %(after_id)s)
+ORDER BY id LIMIT %(limit)s;
+
+-- name: rewrite_payload
+UPDATE ratchet_job
+SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params = %(params)s::jsonb,
+    result_json = %(result_json)s
+WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;
+
+-- name: rewrite_archived_payload
+UPDATE ratchet_job_archive
+SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params = %(params)s::jsonb,
+    result_json = %(result_json)s
+WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;

@@ -73,8 +73,10 @@ class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
             "reset_orphan",
             "disown_exhausted",
             "remove_node",  # remove_nodes: one statement with an array
-            "select_archivable",  # archive_finished_jobs, purge_failed_jobs: one each
+            # archive_finished_jobs, purge_failed_jobs, purge_dead_letters: one each
+            "select_archivable",
             "select_purgeable",
+            "select_dead_letters",
             "archive_jobs",
             "delete_tags",
             "delete_jobs",
@@ -238,3 +240,9 @@ class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
 
     def purge_failed_jobs(self, *, older_than_seconds: float) -> int:
         return self._update("purge_failed_jobs", {"age": self.encode.duration(older_than_seconds)})
+
+    def purge_dead_letters(self, *, older_than_seconds: float, batch_size: int) -> int:
+        if batch_size <= 0:
+            return 0
+        params = {"age": self.encode.duration(older_than_seconds), "limit": int(batch_size)}
+        return self._update("purge_dead_letters", params)

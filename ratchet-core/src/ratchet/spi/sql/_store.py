@@ -41,6 +41,7 @@ from ratchet._types import (
     NodeInfo,
     OrphanRecovery,
     RecurringDefinition,
+    StoredPayload,
 )
 from ratchet.spi._checks import check_aware, check_lock_ttl, check_new_jobs, require_recurring_id
 from ratchet.spi._conflicts import retry_blocked_by_business_key
@@ -110,6 +111,11 @@ STATEMENTS = frozenset(
         "delete_tags",  # {ids}
         "delete_jobs",  # {ids}
         "purge_executions",  # age, limit
+        # archive reads and batched purges (SupportsArchiveAccess)
+        "select_archived_job",  # id -> job
+        "list_archived_jobs",  # status, tag (each NULL: any), limit -> jobs, newest first
+        "purge_archived_jobs",  # age, limit: the oldest archived jobs finished before the cut
+        "select_dead_letters",  # age, limit -> (id) of FAILED jobs, oldest first, locked
         # job logs and progress (SupportsJobLogs)
         "insert_job_logs",  # lines: JSON array of line objects (_LINE_FIELDS), duplicates skipped
         "trim_job_logs",  # id, claim_seq, keep: the attempt keeps its newest `keep` lines
@@ -118,6 +124,13 @@ STATEMENTS = frozenset(
         "select_job_progress",  # id -> (job_id, claim_seq, attempt, done, total, note, updated_at)
         "purge_job_logs",  # age, limit
         "purge_job_progress",  # age, limit
+        # payload rewrite (SupportsPayloadRewrite): from_id, after_id (NULL: from the start),
+        # limit -> (id, status, claim_seq, args_json, kwargs_json, params, result_json) by id
+        "scan_payloads",
+        "scan_archived_payloads",
+        # id, status, claim_seq (the fence), args_json, kwargs_json, params, result_json
+        "rewrite_payload",
+        "rewrite_archived_payload",
     }
 )
 """The statements the shared methods run. A backend that overrides a method may leave
@@ -715,6 +728,45 @@ class SQLJobStore(JobStore):
         params = {"age": self.encode.duration(older_than_seconds), "limit": int(batch_size)}
         return self._update("purge_executions", params)
 
+    # -- archive reads and batched purges (SupportsArchiveAccess) --------------------------
+
+    def get_archived_job(self, job_id: str) -> Job | None:
+        row = self._query_one("select_archived_job", {"id": job_id})
+        return None if row is None else self.decode.job(row)
+
+    def list_archived_jobs(
+        self, *, status: JobStatus | None, tag: str | None, limit: int
+    ) -> list[Job]:
+        if int(limit) <= 0:
+            return []
+        params = {
+            "status": None if status is None else JobStatus(status).value,
+            "tag": tag,
+            "limit": int(limit),
+        }
+        return [self.decode.job(row) for row in self._query("list_archived_jobs", params)]
+
+    def purge_archived_jobs(self, *, older_than_seconds: float, batch_size: int) -> int:
+        if batch_size <= 0:
+            return 0
+        params = {"age": self.encode.duration(older_than_seconds), "limit": int(batch_size)}
+        return self._update("purge_archived_jobs", params)
+
+    def purge_dead_letters(self, *, older_than_seconds: float, batch_size: int) -> int:
+        if batch_size <= 0:
+            return 0
+        params = {"age": self.encode.duration(older_than_seconds), "limit": int(batch_size)}
+
+        def work(session: SQLSession) -> int:
+            # The selection locks its rows, so a concurrent retry_failed_job waits and then
+            # finds nothing, or wins first and the job is no longer selected.
+            ids = [row[0] for row in session.query("select_dead_letters", params)]
+            session.execute_in("delete_tags", ids)
+            session.execute_in("delete_jobs", ids)
+            return len(ids)
+
+        return self._transaction(work)
+
     # -- job logs and progress (SupportsJobLogs) -----------------------------------------
 
     def append_job_logs(self, lines: Sequence[JobLogLine], *, keep_per_attempt: int) -> None:
@@ -816,3 +868,57 @@ class SQLJobStore(JobStore):
             return lines + session.execute("purge_job_progress", {"age": age, "limit": left})
 
         return self._transaction(work)
+
+    # -- payload rewrite (SupportsPayloadRewrite) ----------------------------------------
+
+    def scan_payloads(
+        self, *, archived: bool, after_id: str | None, limit: int
+    ) -> list[StoredPayload]:
+        """One range of the primary key: ids from ``after_id`` (exclusive) or from the
+        start, in the key's order, at most ``limit``."""
+        if int(limit) <= 0:
+            return []
+        name = "scan_archived_payloads" if archived else "scan_payloads"
+        params = {
+            "from_id": "" if after_id is None else after_id,
+            "after_id": after_id,
+            "limit": int(limit),
+        }
+        return [
+            StoredPayload(
+                job_id=self.decode.text(job_id),
+                archived=archived,
+                status=JobStatus(status),
+                claim_seq=int(claim_seq),
+                args_json=args_json,
+                kwargs_json=kwargs_json,
+                params=self.decode.params(stored_params),
+                result_json=result_json,
+            )
+            for job_id, status, claim_seq, args_json, kwargs_json, stored_params, result_json in (
+                self._query(name, params)
+            )
+        ]
+
+    def rewrite_payload(
+        self,
+        stored: StoredPayload,
+        *,
+        args_json: str,
+        kwargs_json: str,
+        params: dict[str, Any],
+        result_json: str | None,
+    ) -> bool:
+        """One UPDATE fenced by ``(id, status, claim_seq)``; it may run twice after a lost
+        connection (the fence still matches, the values are the same)."""
+        name = "rewrite_archived_payload" if stored.archived else "rewrite_payload"
+        values = {
+            "id": stored.job_id,
+            "status": JobStatus(stored.status).value,
+            "claim_seq": int(stored.claim_seq),
+            "args_json": args_json,
+            "kwargs_json": kwargs_json,
+            "params": self.encode.params(params),
+            "result_json": result_json,
+        }
+        return self._update(name, values, idempotent=True) == 1

@@ -325,6 +325,31 @@ DELETE FROM ratchet_execution WHERE (job_id, claim_seq) IN (
     WHERE status <> 'RUNNING' AND finished_at < :now - :age
     LIMIT :limit);
 
+-- ===================================================================== archive reads and purges
+
+-- name: select_archived_job
+SELECT {{job_columns}} FROM ratchet_job_archive WHERE id = :id;
+
+-- name: list_archived_jobs
+-- The archive keeps tags in tags_json only (its rows have no tag table).
+SELECT {{job_columns}} FROM ratchet_job_archive
+WHERE (:status IS NULL OR status = :status)
+  AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(tags_json) AS t WHERE t.value = :tag))
+ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: purge_archived_jobs
+-- The oldest first, one short range of ratchet_job_archive_finished (migration 0004) per
+-- batch rather than a scan of the whole archive.
+DELETE FROM ratchet_job_archive WHERE id IN (
+    SELECT id FROM ratchet_job_archive WHERE finished_at < :now - :age
+    ORDER BY finished_at, id LIMIT :limit);
+
+-- name: select_dead_letters
+-- One BEGIN IMMEDIATE transaction holds the selection and the deletes. The partial index
+-- ratchet_job_dead_letters (migration 0004) holds only FAILED jobs, in this order.
+SELECT id FROM ratchet_job WHERE status = 'FAILED' AND finished_at < :now - :age
+ORDER BY finished_at, id LIMIT :limit;
+
 -- ===================================================================== job logs and progress
 
 -- name: insert_job_logs
@@ -372,3 +397,33 @@ DELETE FROM ratchet_job_log WHERE (job_id, claim_seq, seq) IN (
 DELETE FROM ratchet_job_progress WHERE job_id IN (
     SELECT job_id FROM ratchet_job_progress
     WHERE updated_at < :now - :age ORDER BY updated_at LIMIT :limit);
+
+-- ===================================================================== payload rewrite
+-- SupportsPayloadRewrite (key rotation): the payload columns raw, in primary-key order
+-- (BINARY collation: byte order), and their fenced rewrite. :from_id is :after_id, or ''
+-- for a scan from the start (the range the primary key serves); the strict bound leaves
+-- :after_id itself out. A rewrite changes the four payload columns and nothing else.
+
+-- name: scan_payloads
+SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json
+FROM ratchet_job
+WHERE id >= :from_id AND (:after_id IS NULL OR id > :after_id)
+ORDER BY id LIMIT :limit;
+
+-- name: scan_archived_payloads
+SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json
+FROM ratchet_job_archive
+WHERE id >= :from_id AND (:after_id IS NULL OR id > :after_id)
+ORDER BY id LIMIT :limit;
+
+-- name: rewrite_payload
+UPDATE ratchet_job
+SET args_json = :args_json, kwargs_json = :kwargs_json, params_json = :params,
+    result_json = :result_json
+WHERE id = :id AND status = :status AND claim_seq = :claim_seq;
+
+-- name: rewrite_archived_payload
+UPDATE ratchet_job_archive
+SET args_json = :args_json, kwargs_json = :kwargs_json, params_json = :params,
+    result_json = :result_json
+WHERE id = :id AND status = :status AND claim_seq = :claim_seq;

@@ -1,0 +1,90 @@
+"""ratchet.contrib.django's migrations upgrade an install Django migrated before: a database
+at Django migration ``ratchet.0001_initial`` and store schema version 3 (what that
+release's ``migrate`` left) reaches the shipped store schema with ``migrate``, through
+``ratchet.0002_archive_purge``. Run in subprocesses with the example project's settings
+(examples/django, a temporary SQLite file), as Django's settings are process-wide.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("django")
+pytest.importorskip("django_tasks")
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "django"
+
+
+def manage(database: Path, *args: str) -> str:
+    env = {**os.environ, "SHOP_DATABASE": str(database), "DJANGO_SETTINGS_MODULE": "shop.settings"}
+    env = {k: v for k, v in env.items() if not k.startswith("RATCHET_")}  # the settings' only
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=EXAMPLE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def _shipped_store_migrations() -> list[tuple[int, str, str]]:
+    from importlib import resources
+
+    folder = resources.files("ratchet.stores.sqlite").joinpath("migrations")
+    found = [
+        (int(entry.name.split("_", 1)[0]), entry.name, entry.read_text(encoding="utf-8"))
+        for entry in folder.iterdir()
+        if entry.name.endswith(".sql")
+    ]
+    return sorted(found)
+
+
+def _store_versions(database: Path) -> list[int]:
+    with sqlite3.connect(database) as conn:
+        rows = conn.execute("SELECT version FROM ratchet_schema_version ORDER BY version")
+        return [row[0] for row in rows]
+
+
+def _write_store_schema_3(database: Path) -> None:
+    """Store migrations 1 to 3 and their ledger, as the store's migrator leaves them."""
+    with sqlite3.connect(database) as conn:
+        conn.execute(
+            "CREATE TABLE ratchet_schema_version (version INTEGER PRIMARY KEY, "
+            "name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        for version, name, text in _shipped_store_migrations()[:3]:
+            for statement in text.split(";"):  # as the store's migrator splits them
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT INTO ratchet_schema_version VALUES (?, ?, 0)", (version, name))
+
+
+def test_migrate_brings_an_install_at_store_schema_3_to_the_shipped_schema(
+    tmp_path: Path,
+) -> None:
+    """The negative control is the first half: recording Django's 0001 (as the earlier
+    release ran it) leaves the store at version 3, so a release without 0002 would stay
+    there. ``migrate`` then applies 0002, which runs the store's pending migrations."""
+    database = tmp_path / "shop.sqlite3"
+    _write_store_schema_3(database)
+    manage(database, "migrate", "ratchet", "0001_initial", "--fake")
+    assert _store_versions(database) == [1, 2, 3]
+
+    manage(database, "migrate")
+    shipped = [version for version, _name, _text in _shipped_store_migrations()]
+    assert shipped[:4] == [1, 2, 3, 4]
+    assert _store_versions(database) == shipped
+    with sqlite3.connect(database) as conn:
+        indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"ratchet_job_archive_finished", "ratchet_job_dead_letters"} <= indexes
+    assert "[X]  ratchet.0002_archive_purge" in manage(database, "showmigrations", "ratchet", "-p")
