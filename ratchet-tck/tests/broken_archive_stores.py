@@ -67,7 +67,9 @@ class NewestFirstArchivePurgeStore(SQLiteJobStore):
 
     statements = SQLiteJobStore.statements.replacing(
         purge_archived_jobs=changed(
-            sql.PURGE_ARCHIVED_JOBS, "ORDER BY finished_at LIMIT", "ORDER BY finished_at DESC LIMIT"
+            sql.PURGE_ARCHIVED_JOBS,
+            "ORDER BY finished_at, id LIMIT",
+            "ORDER BY finished_at DESC, id LIMIT",
         )
     )
 
