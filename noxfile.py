@@ -33,9 +33,17 @@ STORES = _folders("stores/*")
 COORDINATOR_PACKAGES = _folders("coordinators/*")
 
 # Package folder -> the name used in session names and reports (the folder's name).
+# tests-ratchet-dashboard includes its browser suite, which needs the system Chromium
+# (scripts/services up chromium) and fails without it in CI.
 PACKAGES = {
     folder.relative_to(ROOT).as_posix(): folder.name
-    for folder in [ROOT / "ratchet-core", ROOT / "ratchet-tck", *STORES, *COORDINATOR_PACKAGES]
+    for folder in [
+        ROOT / "ratchet-core",
+        ROOT / "ratchet-tck",
+        ROOT / "ratchet-dashboard",
+        *STORES,
+        *COORDINATOR_PACKAGES,
+    ]
 }
 REPORTS = ROOT / "artifacts" / "tck"
 

@@ -1,6 +1,11 @@
 """examples/django: the shop project, run as its README says, in subprocesses (its own
-Django settings, a temporary SQLite file): migrate, place an order, ``./manage.py ratchet
-worker --burst``; its view's transaction; the read-only admin pages."""
+Django settings): migrate, place an order, ``./manage.py ratchet worker --burst``; its
+view's transaction, including the rollback; the read-only admin pages.
+
+Each test runs on SQLite (a temporary file, ``SHOP_DATABASE``) and on PostgreSQL
+(``SHOP_DATABASE_URL``: the database ``ratchet_test_django`` of the server
+``RATCHET_TEST_POSTGRESQL_URL`` names, dropped and created again for each test; skipped
+when that variable is unset)."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -23,9 +29,36 @@ README_COMMAND = (
 )
 
 
-def manage(database: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SHOP_DATABASE": str(database), "DJANGO_SETTINGS_MODULE": "shop.settings"}
-    env = {k: v for k, v in env.items() if not k.startswith("RATCHET_")}  # the settings' only
+POSTGRESQL_DATABASE = "ratchet_test_django"
+
+Database = dict[str, str]
+"""The environment variables choosing the example's database."""
+
+
+def recreate_postgresql_database(server_url: str) -> str:
+    """An empty database ``ratchet_test_django`` on the server of ``server_url``; its URL."""
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {POSTGRESQL_DATABASE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {POSTGRESQL_DATABASE}")
+    return urlunsplit(urlsplit(server_url)._replace(path=f"/{POSTGRESQL_DATABASE}"))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
+    if request.param == "sqlite":
+        return {"SHOP_DATABASE": str(tmp_path / "shop.db")}
+    server = os.environ.get("RATCHET_TEST_POSTGRESQL_URL")
+    if not server:
+        pytest.skip("RATCHET_TEST_POSTGRESQL_URL is not set (scripts/services env)")
+    pytest.importorskip("psycopg")
+    return {"SHOP_DATABASE_URL": recreate_postgresql_database(server)}
+
+
+def manage(database: Database, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RATCHET_", "SHOP_"))}
+    env = {**env, **database, "DJANGO_SETTINGS_MODULE": "shop.settings"}  # the settings' only
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=EXAMPLE,
@@ -42,7 +75,7 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
-def shell(database: Path, code: str) -> str:
+def shell(database: Database, code: str) -> str:
     return ok(manage(database, "shell", "-c", textwrap.dedent(code)))
 
 
@@ -52,9 +85,8 @@ def test_the_readme_names_the_command_this_test_runs() -> None:
 
 
 def test_an_order_placed_from_the_command_line_is_confirmed_by_a_burst_worker(
-    tmp_path: Path,
+    database: Database,
 ) -> None:
-    database = tmp_path / "shop.db"
     ok(manage(database, "migrate", "-v0"))
     placed = ok(manage(database, "place_order", "ada@example.com"))
     task_id = placed.strip().rsplit(" ", 1)[-1]
@@ -76,9 +108,8 @@ def test_an_order_placed_from_the_command_line_is_confirmed_by_a_burst_worker(
 
 
 def test_the_view_enqueues_in_its_transaction_and_the_admin_shows_the_jobs(
-    tmp_path: Path,
+    database: Database,
 ) -> None:
-    database = tmp_path / "shop.db"
     ok(manage(database, "migrate", "-v0"))
     placed = shell(
         database,
@@ -143,3 +174,20 @@ def test_the_view_enqueues_in_its_transaction_and_the_admin_shows_the_jobs(
     assert pages["/admin/ratchet/job/add/"] == 403  # read-only
     assert pages[f"/admin/ratchet/job/{body['task']}/delete/"] == 403
     assert seen["listed"]
+
+
+def test_the_example_runs_on_the_database_it_was_given(database: Database) -> None:
+    """The parametrization is real: with ``SHOP_DATABASE_URL`` the project's ``default``
+    database (and so Ratchet's store) is PostgreSQL, else the SQLite file."""
+    printed = shell(
+        database,
+        """
+        from django.db import connection
+        print(connection.vendor, connection.settings_dict["NAME"])
+        """,
+    )
+    vendor = printed.strip().splitlines()[-1].split()  # after the shell's import notice
+    if "SHOP_DATABASE_URL" in database:
+        assert vendor == ["postgresql", POSTGRESQL_DATABASE]
+    else:
+        assert vendor == ["sqlite", database["SHOP_DATABASE"]]

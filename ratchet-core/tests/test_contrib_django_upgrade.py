@@ -1,7 +1,8 @@
 """ratchet.contrib.django's migrations upgrade an install Django migrated before: a database
 at Django migration ``ratchet.0001_initial`` and store schema version 3 (what that
 release's ``migrate`` left) reaches the shipped store schema with ``migrate``, through
-``ratchet.0002_archive_purge``. Run in subprocesses with the example project's settings
+``ratchet.0002_archive_purge`` (and one at store schema 4 through
+``ratchet.0003_job_query``). Run in subprocesses with the example project's settings
 (examples/django, a temporary SQLite file), as Django's settings are process-wide.
 """
 
@@ -55,18 +56,19 @@ def _store_versions(database: Path) -> list[int]:
         return [row[0] for row in rows]
 
 
-def _write_store_schema_3(database: Path) -> None:
-    """Store migrations 1 to 3 and their ledger, as the store's migrator leaves them."""
+def _write_store_schema(database: Path, version: int) -> None:
+    """Store migrations 1 to ``version`` and their ledger, as the store's migrator leaves
+    them."""
     with sqlite3.connect(database) as conn:
         conn.execute(
             "CREATE TABLE ratchet_schema_version (version INTEGER PRIMARY KEY, "
             "name TEXT NOT NULL, applied_at REAL NOT NULL)"
         )
-        for version, name, text in _shipped_store_migrations()[:3]:
+        for number, name, text in _shipped_store_migrations()[:version]:
             for statement in text.split(";"):  # as the store's migrator splits them
                 if statement.strip():
                     conn.execute(statement)
-            conn.execute("INSERT INTO ratchet_schema_version VALUES (?, ?, 0)", (version, name))
+            conn.execute("INSERT INTO ratchet_schema_version VALUES (?, ?, 0)", (number, name))
 
 
 def test_migrate_brings_an_install_at_store_schema_3_to_the_shipped_schema(
@@ -76,7 +78,7 @@ def test_migrate_brings_an_install_at_store_schema_3_to_the_shipped_schema(
     release ran it) leaves the store at version 3, so a release without 0002 would stay
     there. ``migrate`` then applies 0002, which runs the store's pending migrations."""
     database = tmp_path / "shop.sqlite3"
-    _write_store_schema_3(database)
+    _write_store_schema(database, 3)
     manage(database, "migrate", "ratchet", "0001_initial", "--fake")
     assert _store_versions(database) == [1, 2, 3]
 
@@ -88,3 +90,24 @@ def test_migrate_brings_an_install_at_store_schema_3_to_the_shipped_schema(
         indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"ratchet_job_archive_finished", "ratchet_job_dead_letters"} <= indexes
     assert "[X]  ratchet.0002_archive_purge" in manage(database, "showmigrations", "ratchet", "-p")
+
+
+def test_migrate_brings_an_install_at_store_schema_4_to_the_shipped_schema(
+    tmp_path: Path,
+) -> None:
+    """The release of Django migration 0002 left the store at version 4: recording 0002
+    (the negative control) changes nothing, and ``migrate`` then applies 0003, which adds
+    the job-query indexes of store migration 5."""
+    database = tmp_path / "shop.sqlite3"
+    _write_store_schema(database, 4)
+    manage(database, "migrate", "ratchet", "0002_archive_purge", "--fake")
+    assert _store_versions(database) == [1, 2, 3, 4]
+
+    manage(database, "migrate")
+    shipped = [version for version, _name, _text in _shipped_store_migrations()]
+    assert shipped[:5] == [1, 2, 3, 4, 5]
+    assert _store_versions(database) == shipped
+    with sqlite3.connect(database) as conn:
+        indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"ratchet_job_name_created", "ratchet_job_business_key_created"} <= indexes
+    assert "[X]  ratchet.0003_job_query" in manage(database, "showmigrations", "ratchet", "-p")

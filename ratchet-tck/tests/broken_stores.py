@@ -4,8 +4,8 @@ Each is the embedded store with one guard removed, the way a real bug would look
 first ones live here; the mutation catalogue continues in ``broken_queue_stores.py``,
 ``broken_cluster_stores.py``, ``broken_capability_stores.py`` and
 ``broken_detail_stores.py`` (from mutation testing, MUTATION.md), with
-``broken_job_log_stores.py``, ``broken_retry_stores.py``, ``broken_archive_stores.py`` and
-``broken_rewrite_stores.py`` for optional capabilities.
+``broken_job_log_stores.py``, ``broken_retry_stores.py``, ``broken_archive_stores.py``,
+``broken_rewrite_stores.py`` and ``broken_query_stores.py`` for optional capabilities.
 :func:`named` finds a store in any of them, and the baseline ``ReferenceStore`` of
 ``reference_stores.py``.
 """
@@ -22,6 +22,7 @@ import broken_capability_stores
 import broken_cluster_stores
 import broken_detail_stores
 import broken_job_log_stores
+import broken_query_stores
 import broken_queue_stores
 import broken_retry_stores
 import broken_rewrite_stores
@@ -45,6 +46,7 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_retry_stores,
         broken_archive_stores,
         broken_rewrite_stores,
+        broken_query_stores,
         reference_stores,
     )
     for module in modules:

@@ -233,6 +233,38 @@ CATALOGUE = [
     ),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
+    # job queries (SupportsJobQuery)
+    ("QueryIdAscendingStore", "test_query_lists_live_jobs_newest_first_ties_broken_by_id"),
+    ("QueryCursorIgnoresIdStore", "test_query_pages_cover_every_job_once_across_ties"),
+    ("QueryCursorSkipsTiesStore", "test_query_pages_cover_every_job_once_across_ties"),
+    ("QueryStatusIgnoredUnderNameStore", "test_query_pages_of_a_filter_continue_within_it"),
+    ("QueryStatusBranchWithoutCursorStore", "test_query_pages_of_a_filter_continue_within_it"),
+    ("QueryNamePrefixStore", "test_query_filters_by_exact_name_whole_tag_and_exact_keys"),
+    ("QueryTagPrefixStore", "test_query_filters_by_exact_name_whole_tag_and_exact_keys"),
+    ("QueryNameIgnoredUnderBusinessKeyStore", "test_query_ands_every_filter"),
+    (
+        "QueryBusinessKeyActiveOnlyStore",
+        "test_query_business_key_lists_finished_and_active_holders",
+    ),
+    ("QueryOffsetPagingStore", "test_query_pages_stay_stable_while_new_jobs_arrive"),
+    ("QueryCreatedToInclusiveStore", "test_query_created_range_is_from_inclusive_to_exclusive"),
+    (
+        "QueryIdempotencyKeyIgnoredStore",
+        "test_query_filters_by_exact_name_whole_tag_and_exact_keys",
+    ),
+    (
+        "QueryCursorOnShortPageStore",
+        "test_query_short_page_has_no_cursor_and_a_full_one_has_its_last_job",
+    ),
+    ("QueryLimitClampedStore", "test_query_limit_must_be_1_to_1000"),
+    ("DeadLetterGroupsWholeLineStore", "test_query_groups_dead_letters_by_name_and_error_type"),
+    ("DeadLetterGroupsAnyStatusStore", "test_query_groups_dead_letters_by_name_and_error_type"),
+    (
+        "ExecutionCountsReleasedAsFailedStore",
+        "test_query_counts_finished_executions_per_aligned_bucket",
+    ),
+    ("ExecutionBucketsUnalignedStore", "test_query_counts_finished_executions_per_aligned_bucket"),
+    ("ExecutionCountsSinceExclusiveStore", "test_query_execution_counts_start_at_since_inclusive"),
 ]
 
 
@@ -272,6 +304,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_cluster_stores
     import broken_detail_stores
     import broken_job_log_stores
+    import broken_query_stores
     import broken_queue_stores
     import broken_retry_stores
     import broken_rewrite_stores
@@ -291,6 +324,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_retry_stores,
             broken_archive_stores,
             broken_rewrite_stores,
+            broken_query_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

@@ -49,7 +49,7 @@ from ratchet.errors import (
     RatchetError,
     UnknownJobError,
 )
-from ratchet.events import Event, JobCanceled
+from ratchet.events import Event, JobCanceled, OperatorAction
 from ratchet.plugins import PluginRegistry
 from ratchet.spi import (
     ClassPolicy,
@@ -64,6 +64,7 @@ from ratchet.spi import (
     StartupCoordinator,
     StoreStartupCoordinator,
     SupportsArchiveAccess,
+    SupportsAsyncEnqueue,
     SupportsBulkRetry,
     SupportsCompletionHints,
     SupportsJobLogs,
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_STORE_URL", "Ratchet", "job_log_store"]
 
 log = get_logger("ratchet")
+_audit_log = get_logger("ratchet.audit")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -535,6 +537,44 @@ class Ratchet:
                 stopped += self.cancel_recurring_by_business_key(definition.id)
         return stopped
 
+    def run_recurring_now(self, recurring_id: str) -> str:
+        """Enqueue one run of the saved schedule ``recurring_id`` now, outside its cron
+        instants; returns the new job's id. The job is the one a fire would store (the
+        schedule's target, arguments, retries, tags and priority, sealed as its fires
+        are), under the schedule's business key: while a fire of it is still pending or
+        running this raises :class:`~ratchet.errors.BusinessKeyConflictError`, as two
+        fires never overlap. No fire time is recorded, so the schedule's next instant
+        fires as planned. :class:`~ratchet.errors.UnknownRecurringError` when no schedule
+        is saved under that id (a decorator's schedule is saved when a worker starts)."""
+        from ratchet._uuid import new_job_id
+        from ratchet.errors import UnknownRecurringError
+
+        found = {definition.id: definition for definition in self.store.list_recurring()}
+        definition = found.get(recurring_id)
+        if definition is None:
+            saved = ", ".join(repr(key) for key in sorted(found)) or "none"
+            raise UnknownRecurringError(
+                f"No recurring schedule is saved under {recurring_id!r}. Saved: {saved}. "
+                "List them with `ratchet recurring list`; a @app.recurring schedule is "
+                "saved once a worker of the application has started."
+            )
+        job = NewJob(
+            id=new_job_id(),
+            name=definition.name,
+            target=definition.target,
+            args_json=definition.args_json,
+            kwargs_json=definition.kwargs_json,
+            priority=definition.priority,
+            max_retries=definition.max_retries,
+            backoff=definition.backoff,
+            backoff_ms=definition.backoff_ms,
+            timeout_seconds=definition.timeout_seconds,
+            business_key=definition.id,
+            tags=definition.tags,
+            recurring_id=definition.id,
+        )
+        return self._store_job(self.payloads.fire(definition, job))
+
     def definition(self, func: Callable[..., Any] | str) -> JobDefinition:
         """The registered definition of a job function or job name."""
         if isinstance(func, JobFunction):
@@ -665,12 +705,16 @@ class Ratchet:
 
         The job is built and checked on the caller's thread, so bad input raises here at
         once with the errors of :meth:`enqueue`. Enqueue middleware is entered and
-        ``JobEnqueued`` emitted on the caller's thread too, as for :meth:`enqueue`; only
-        the store write and the wakeup hint to other nodes (both may wait on the
-        network) run in a thread of the loop's default executor (``asyncio.to_thread``,
-        which carries the caller's context variables). A caller canceled while the write
-        runs gets ``CancelledError``, but the write goes on in its thread and may still
-        store the job (then without a ``JobEnqueued`` event)."""
+        ``JobEnqueued`` emitted on the caller's thread too, as for :meth:`enqueue`. The
+        store write is awaited on the caller's loop when the store has an async driver
+        (:class:`~ratchet.spi.SupportsAsyncEnqueue`: PostgreSQL, on psycopg's async pool);
+        a caller canceled during that write cancels it (rolled back unless the server had
+        already committed it). Otherwise the write runs in a thread of the loop's default
+        executor (``asyncio.to_thread``, which carries the caller's context variables),
+        and a caller canceled while it runs gets ``CancelledError`` while the write goes on
+        in its thread and may still store the job (then without a ``JobEnqueued`` event).
+        The wakeup hint to other nodes (it may wait on the network) runs in a thread
+        either way."""
         job = self.builder(func, *args, **kwargs).build()
         await self._store_jobs_off_loop([job])
         return job.id
@@ -687,15 +731,21 @@ class Ratchet:
         return [job.id for job in jobs]
 
     async def _store_jobs_off_loop(self, jobs: list[NewJob]) -> None:
-        """:meth:`_store_job` / :meth:`enqueue_many`'s write and wakeups, with the
-        blocking calls in a thread."""
+        """:meth:`_store_job` / :meth:`enqueue_many`'s write and wakeups: the write awaited
+        on the store's async driver when it has one, else (like the wakeups) in a thread."""
         import asyncio
 
+        store = self.store
         with self.observers.enqueuing(jobs) as stored:
-            if len(stored) == 1:
-                await asyncio.to_thread(self.store.enqueue, stored[0])
+            if isinstance(store, SupportsAsyncEnqueue):
+                if len(stored) == 1:
+                    await store.enqueue_async(stored[0])
+                else:
+                    await store.enqueue_many_async(stored)
+            elif len(stored) == 1:
+                await asyncio.to_thread(store.enqueue, stored[0])
             else:
-                await asyncio.to_thread(self.store.enqueue_many, stored)
+                await asyncio.to_thread(store.enqueue_many, stored)
         await asyncio.to_thread(self._announce, max(job.priority for job in jobs))
 
     def _store_job_in(self, connection: Any, job: NewJob) -> str:
@@ -859,6 +909,38 @@ class Ratchet:
         if canceled and self.observers.job_ended is not None:
             self.observers.job_ended(job_id)
         return canceled
+
+    def audit(
+        self,
+        action: str,
+        *,
+        actor: str,
+        job_ids: Iterable[str] = (),
+        detail: str | None = None,
+    ) -> OperatorAction:
+        """Record that ``actor`` did ``action`` by hand (to ``job_ids``): an
+        :class:`~ratchet.events.OperatorAction` is emitted to this application's
+        subscribers and logged at INFO on the ``ratchet.audit`` logger (secrets in
+        ``detail`` masked, as in every log line). Call it after the action succeeded;
+        returns the event. The dashboard calls it for each of its buttons."""
+        event = OperatorAction(
+            node_id=self.node_id,
+            at=self.observers.clock.now(),
+            actor=actor,
+            action=action,
+            job_ids=tuple(job_ids),
+            detail=detail,
+        )
+        _audit_log.info(
+            "Operator %r: %s %s%s",
+            actor,
+            action,
+            ", ".join(event.job_ids) or "(no job)",
+            f" ({detail})" if detail else "",
+            extra={"event": "operator_action", "node_id": self.node_id},
+        )
+        self.observers.events.emit(event)
+        return event
 
     def wait_for(self, job_id: str, timeout: float | None = None) -> Job:
         """Block until the job has finished (SUCCEEDED, FAILED or CANCELED) and return

@@ -52,6 +52,9 @@ FIRST_PARTY_VARIABLES = frozenset(
         "RATCHET_HAZELCAST_TOPIC",
         "RATCHET_HAZELCAST_CONNECT_TIMEOUT_SECONDS",
         "RATCHET_HAZELCAST_RECONNECT_MAX_SECONDS",
+        # ratchet-dashboard (ratchet dashboard's basic auth)
+        "RATCHET_DASHBOARD_USER",
+        "RATCHET_DASHBOARD_PASSWORD",
         # ratchet-tck
         "RATCHET_TCK_STORE_URL",
         "RATCHET_TCK_COORDINATOR",
@@ -66,7 +69,18 @@ FIRST_PARTY_VARIABLES = frozenset(
 """Variables read outside :class:`~ratchet.RatchetOptions` by first-party packages."""
 
 FIRST_PARTY_PLUGINS = frozenset(
-    {"memory", "sqlite", "postgresql", "mysql", "mongodb", "pg", "redis", "jms", "hazelcast"}
+    {
+        "memory",
+        "sqlite",
+        "postgresql",
+        "mysql",
+        "mongodb",
+        "pg",
+        "redis",
+        "jms",
+        "hazelcast",
+        "dashboard",
+    }
 )
 IGNORED_PREFIXES = ("RATCHET_TEST_",)
 

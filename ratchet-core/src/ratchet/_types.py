@@ -17,10 +17,15 @@ __all__ = [
     "BackoffPolicy",
     "ClaimedJob",
     "Completion",
+    "DeadLetterGroup",
     "Execution",
+    "ExecutionBucket",
     "ExecutionStatus",
     "Job",
+    "JobCursor",
+    "JobPage",
     "JobPriority",
+    "JobQuery",
     "JobStatus",
     "NewJob",
     "NodeInfo",
@@ -263,6 +268,72 @@ class StoredPayload:
     kwargs_json: str
     params: dict[str, Any]
     result_json: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobCursor:
+    """Where a page of :meth:`ratchet.spi.SupportsJobQuery.query_jobs` ended: the
+    ``created_at`` and ``id`` of its last (oldest) job. Passed back as
+    :attr:`JobQuery.after`, the next page starts strictly after that position."""
+
+    created_at: datetime
+    id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobQuery:
+    """A filtered, paginated listing of live jobs (:meth:`ratchet.spi.SupportsJobQuery.query_jobs`).
+
+    Every filter is ANDed; a filter left at its default matches every job. ``statuses``
+    empty means any status; ``name``, ``business_key`` are exact; ``tag`` is normalised
+    and matches whole stored tags (as ``list_jobs``); ``idempotency_key`` matches the job
+    first enqueued with that key. ``created_from`` is inclusive, ``created_to`` exclusive
+    (both aware). ``after`` continues a listing after the page that ended there; ``limit``
+    is the page size, 1 to 1000.
+    """
+
+    statuses: tuple[JobStatus, ...] = ()
+    name: str | None = None
+    tag: str | None = None
+    business_key: str | None = None
+    idempotency_key: str | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+    after: JobCursor | None = None
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """One page of a job query: ``jobs`` newest first, and the cursor of the next page
+    (``None`` on the last page)."""
+
+    jobs: tuple[Job, ...]
+    next: JobCursor | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterGroup:
+    """FAILED live jobs of one ``name`` whose ``last_error`` has one error type: the
+    text of its first line before the first ``':'`` (``ValueError`` for ``ValueError:
+    boom`` then a traceback; ``""`` when there is no error text)."""
+
+    name: str
+    error_type: str
+    count: int
+    latest_failed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionBucket:
+    """Execution records that finished in one time bucket starting at ``start`` (UTC,
+    a multiple of the bucket size since the epoch): SUCCEEDED, FAILED (attempts that
+    failed, retried or dead-lettered) and every other closed status (RELEASED)."""
+
+    start: datetime
+    succeeded: int
+    failed: int
+    other: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -34,6 +34,7 @@ __all__ = [
     "TargetNotAllowedError",
     "UnknownCoordinatorError",
     "UnknownJobError",
+    "UnknownRecurringError",
     "UnknownStoreError",
     "ValueOutOfRangeError",
     "WorkerCrashedError",
@@ -112,6 +113,10 @@ class TargetNotAllowedError(RatchetError):
 
 class UnknownJobError(RatchetError, LookupError):
     """A job name that the application has not registered."""
+
+
+class UnknownRecurringError(RatchetError, LookupError):
+    """No recurring schedule is saved under the given id."""
 
 
 class JobDefinitionError(RatchetError, ValueError):

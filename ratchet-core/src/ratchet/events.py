@@ -43,6 +43,7 @@ __all__ = [
     "JobSucceeded",
     "NodeStarted",
     "NodeStopped",
+    "OperatorAction",
     "OrphansRecovered",
     "OutcomeRejected",
     "RecurringFired",
@@ -216,3 +217,18 @@ class StoreRecovered(Event):
 
     failures: int
     unavailable_seconds: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OperatorAction(Event):
+    """Someone acted on jobs by hand (:meth:`~ratchet.Ratchet.audit`: the dashboard's
+    buttons, a script): ``actor`` is who (a user name, ``"anonymous"``), ``action`` what
+    (``"retry"``, ``"cancel"``, ``"retry_all"``, ``"purge"``, ``"run_now"``...),
+    ``job_ids`` the jobs it touched (empty when it touched none, or a count is all there
+    is: see ``detail``), ``detail`` anything else worth keeping (the filter of a bulk
+    action, how many jobs it changed), with secrets masked."""
+
+    actor: str
+    action: str
+    job_ids: tuple[str, ...] = ()
+    detail: str | None = None

@@ -26,6 +26,7 @@ ALL_VERSIONS = [
     (2, "0002_crash_charges.sql"),
     (3, "0003_job_logs.sql"),
     (4, "0004_archive_purge.sql"),
+    (5, "0005_job_query.sql"),
 ]
 
 
@@ -174,4 +175,45 @@ def test_the_purge_indexes_can_be_added_again_from_any_statement(empty_database:
     assert _purge_indexes(empty_database) == {
         "ratchet_job_archive_finished": ["finished_at", "id"],
         "ratchet_job_dead_letters": ["status", "finished_at", "id"],
+    }
+
+
+def _query_indexes(url: str) -> dict[str, list[tuple[str, int | None]]]:
+    """The (column, prefix length) parts of each index migration 0005 adds."""
+    kwargs = parse_store_url(url).connect_kwargs
+    with pymysql.connect(**kwargs) as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT INDEX_NAME, COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME IN "
+            "('ratchet_job_name_created', 'ratchet_job_business_key_created') "
+            "ORDER BY INDEX_NAME, SEQ_IN_INDEX"
+        )
+        found: dict[str, list[tuple[str, int | None]]] = {}
+        for index, column, prefix in cursor.fetchall():
+            found.setdefault(str(index), []).append(
+                (str(column), None if prefix is None else int(prefix))
+            )
+        return found
+
+
+def test_the_query_indexes_can_be_added_again_from_any_statement(empty_database: str) -> None:
+    """0005 stopped after any of its statements is completed by running it again from the
+    start, and a third run changes nothing: each index exists once, with its columns (the
+    name as a 255-character prefix: it is TEXT). A bare ADD KEY would fail the second run."""
+    earlier = migrations()[:4]
+    assert [m.name for m in earlier] == [name for _version, name in ALL_VERSIONS[:4]]
+    for migration in earlier:
+        _run(empty_database, migration.statements())
+    assert _query_indexes(empty_database) == {}
+    fifth = migrations()[4].statements()
+    for stop in range(1, len(fifth) + 1):
+        _run(empty_database, fifth[:stop])
+    _run(empty_database, fifth)
+    assert _query_indexes(empty_database) == {
+        "ratchet_job_business_key_created": [
+            ("business_key", None),
+            ("created_at", None),
+            ("id", None),
+        ],
+        "ratchet_job_name_created": [("name", 255), ("created_at", None), ("id", None)],
     }

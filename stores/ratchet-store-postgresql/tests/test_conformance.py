@@ -23,7 +23,8 @@ class TestPostgreSQLJobStore(OnTestDatabase, JobStoreSuite):
 
 
 def test_the_store_offers_every_capability_the_kit_checks(store: PostgreSQLJobStore) -> None:
-    """Schema, test reset, transactional enqueue, enqueue hints and batched completions,
+    """Schema, test reset, transactional enqueue, enqueue hints, batched completions and
+    async enqueue,
     and every harness hook: a store or harness that lost one (a renamed method) would still
     be certified, with those contracts N/A, so this test pins them."""
     assert_store_offers(
@@ -34,6 +35,7 @@ def test_the_store_offers_every_capability_the_kit_checks(store: PostgreSQLJobSt
             spi.SupportsTransactionalEnqueue,
             spi.SupportsEnqueueHints,
             spi.SupportsBatchCompletion,
+            spi.SupportsAsyncEnqueue,
         ),
         hooks=("transaction_factories", "blank_database", "drop_connections", "hint_listener"),
         harness="ratchet_store_postgresql.harness:PostgreSQLStoreHarness",

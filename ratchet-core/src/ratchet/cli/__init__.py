@@ -260,7 +260,30 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--store", metavar="URL", help="default: a fresh SQLite file")
     demo.set_defaults(handler=c.cmd_demo)
     bench.register(commands)
+    _plugin_commands(commands)
     return parser
+
+
+def _plugin_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands installed plugins add (the ``ratchet_cli_commands`` hook, e.g.
+    ``ratchet dashboard``). A plugin whose hook raises, or takes a name already used, is
+    logged and skipped: one broken plugin must not take the whole command line down."""
+    from ratchet._logs import get_logger
+    from ratchet.plugins import PluginRegistry
+
+    hook = PluginRegistry.load().manager.hook.ratchet_cli_commands
+    for implementation in hook.get_hookimpls():
+        try:
+            implementation.function(subparsers=commands)
+        except Exception as exc:
+            get_logger("ratchet.cli").warning(
+                "Plugin %r could not add its commands to `ratchet` (%s: %s); they are "
+                "missing, the others work. Fix or uninstall the plugin, or list it in "
+                "RATCHET_DISABLED_PLUGINS.",
+                implementation.plugin_name,
+                type(exc).__name__,
+                exc,
+            )
 
 
 def _keys_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -33,3 +33,17 @@ def ratchet_application(app: Any) -> None:
     worker runs): subscribe to its lifecycle events (``app.on``) and add middleware
     (``app.add_middleware``, ``app.add_enqueue_middleware``). An implementation that
     raises is logged and skipped; the application still starts."""
+
+
+@hookspec
+def ratchet_cli_commands(subparsers: Any) -> None:
+    """Add commands to the ``ratchet`` command line: ``subparsers`` is the
+    ``argparse`` sub-parsers action of ``ratchet`` (``subparsers.add_parser(name, ...)``).
+    Each command must ``set_defaults(handler=function)``; the function receives the
+    parsed ``argparse.Namespace`` and returns the exit status, and may raise
+    :class:`~ratchet.errors.RatchetError` or ``ValueError`` for a one-line error (status 2).
+
+    Called each time the parser is built, after the built-in commands: a name that one
+    of them (or another plugin) already uses is refused by argparse. Keep the hook
+    import-light: import what the command needs inside its handler. An implementation
+    that raises is logged and skipped; the other commands still work."""

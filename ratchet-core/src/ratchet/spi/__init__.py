@@ -27,6 +27,7 @@ stable as the contracts themselves:
 
 from __future__ import annotations
 
+from ratchet._cron import CronSchedule
 from ratchet._imports import resolve_reference
 from ratchet._job_logs import JobLogLine, JobProgress
 from ratchet._logs import get_logger
@@ -44,10 +45,15 @@ from ratchet._types import (
     BackoffPolicy,
     ClaimedJob,
     Completion,
+    DeadLetterGroup,
     Execution,
+    ExecutionBucket,
     ExecutionStatus,
     Job,
+    JobCursor,
+    JobPage,
     JobPriority,
+    JobQuery,
     JobStatus,
     NewJob,
     NodeInfo,
@@ -68,10 +74,12 @@ from ratchet.spi._broadcast import (
 from ratchet.spi._capabilities import (
     SupportsActivityProbe,
     SupportsArchiveAccess,
+    SupportsAsyncEnqueue,
     SupportsBatchCompletion,
     SupportsBulkRetry,
     SupportsEnqueueHints,
     SupportsJobLogs,
+    SupportsJobQuery,
     SupportsPayloadRewrite,
     SupportsPendingAges,
     SupportsSchema,
@@ -95,6 +103,14 @@ from ratchet.spi._coordinator import (
     WakeupHint,
 )
 from ratchet.spi._identity import DefaultNodeIdentityProvider, NodeIdentityProvider
+from ratchet.spi._job_queries import (
+    MAX_BUCKET_SECONDS,
+    MAX_QUERY_LIMIT,
+    MIN_BUCKET_SECONDS,
+    check_bucket_seconds,
+    check_query_limit,
+    dead_letter_error_type,
+)
 from ratchet.spi._plugin_tools import ensure_database_main, lazy_exports, require_url_scheme
 from ratchet.spi._reconnect import ConnectionLostError, run_idempotent
 from ratchet.spi._retry_policy import DefaultRetryPolicy, RetryPolicy
@@ -116,6 +132,9 @@ __all__ = [
     "CRASH_LIMIT_MESSAGE",
     "DRAIN_RELEASED_MESSAGE",
     "ENVELOPE_VERSION",
+    "MAX_BUCKET_SECONDS",
+    "MAX_QUERY_LIMIT",
+    "MIN_BUCKET_SECONDS",
     "ORPHAN_RECOVERED_MESSAGE",
     "RESYNC_SOURCE",
     "STALE_EXECUTION_MESSAGE",
@@ -130,15 +149,21 @@ __all__ = [
     "Completion",
     "ConnectionLostError",
     "CoordinatorMetrics",
+    "CronSchedule",
+    "DeadLetterGroup",
     "DefaultNodeIdentityProvider",
     "DefaultRetryPolicy",
     "Execution",
+    "ExecutionBucket",
     "ExecutionLog",
     "ExecutionStatus",
     "Job",
+    "JobCursor",
     "JobLogLine",
+    "JobPage",
     "JobPriority",
     "JobProgress",
+    "JobQuery",
     "JobQueue",
     "JobStatus",
     "JobStore",
@@ -161,11 +186,13 @@ __all__ = [
     "StoredPayload",
     "SupportsActivityProbe",
     "SupportsArchiveAccess",
+    "SupportsAsyncEnqueue",
     "SupportsBatchCompletion",
     "SupportsBulkRetry",
     "SupportsCompletionHints",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
+    "SupportsJobQuery",
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
     "SupportsSchema",
@@ -175,8 +202,11 @@ __all__ = [
     "business_key_held",
     "business_key_twice",
     "check_aware",
+    "check_bucket_seconds",
     "check_lock_ttl",
     "check_new_jobs",
+    "check_query_limit",
+    "dead_letter_error_type",
     "decode_envelope",
     "encode_envelope",
     "ensure_database_main",

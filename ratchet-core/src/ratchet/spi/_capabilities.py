@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from ratchet._job_logs import JobLogLine, JobProgress
-from ratchet._types import Completion, Job, JobStatus, NewJob, StoredPayload
+from ratchet._types import (
+    Completion,
+    DeadLetterGroup,
+    ExecutionBucket,
+    Job,
+    JobPage,
+    JobQuery,
+    JobStatus,
+    NewJob,
+    StoredPayload,
+)
 
 __all__ = [
     "SupportsActivityProbe",
     "SupportsArchiveAccess",
+    "SupportsAsyncEnqueue",
     "SupportsBatchCompletion",
     "SupportsBulkRetry",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
+    "SupportsJobQuery",
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
     "SupportsSchema",
@@ -358,4 +371,91 @@ class SupportsPayloadRewrite(Protocol):
         the row may change: no time (``updated_at`` included), counter, key, tag, owner
         or status.
         """
+        ...
+
+
+@runtime_checkable
+class SupportsJobQuery(Protocol):
+    """A store that answers an operator's questions about its jobs (the dashboard):
+    filtered, paginated listings, dead letters grouped by cause, and execution counts
+    over time. Every method is read-only and reads live jobs and execution records only
+    (never the archive)."""
+
+    def query_jobs(self, query: JobQuery) -> JobPage:
+        """A page of live jobs matching every filter of ``query`` (ANDed), newest first:
+        ordered by ``created_at`` descending, then ``id`` descending (ties on
+        ``created_at`` are broken by id, in the store's id order as ``scan_payloads``
+        defines it).
+
+        Filters: ``statuses`` (empty: any status), ``name`` (exact), ``tag`` (normalised,
+        a whole stored tag, as ``list_jobs``), ``business_key`` (exact),
+        ``idempotency_key`` (exact: the job first enqueued with that key, if it is live),
+        ``created_from`` (inclusive) and ``created_to`` (exclusive). ``after`` continues
+        strictly after that position: only jobs with (``created_at``, ``id``) below the
+        cursor's are returned, so a job enqueued while pages are read never shifts a later
+        page (no duplicate, no gap, among jobs that existed when the first page was read).
+
+        At most ``limit`` jobs; ``limit`` must be 1 to 1000 (``ValueError`` naming the
+        value otherwise). ``next`` is the cursor of the last job returned when the page is
+        full (``limit`` jobs), ``None`` when it is short: a short page is the last and
+        never hands out a cursor whose page would be empty (a full page may: the next
+        page is then empty with ``next=None``).
+
+        The cost must not grow with the table for the common filters (``statuses``,
+        ``name``, ``tag``, ``business_key``) nor with how deep the cursor is: each is a
+        range of an index in page order, read for at most about ``limit`` rows
+        (a ``tag`` reads that tag's jobs). Read-only.
+        """
+        ...
+
+    def dead_letter_groups(self, *, limit: int = 100) -> list[DeadLetterGroup]:
+        """FAILED live jobs grouped by (``name``, error type): the error type is the text
+        of the first line of ``last_error`` before its first ``':'`` (the whole first
+        line when it has none, ``""`` when ``last_error`` is empty or ``None``). Each group
+        has its ``count`` and ``latest_failed_at`` (the latest ``finished_at`` of its
+        jobs). Largest ``count`` first, then ``name``, then error type, ascending; at most
+        ``limit`` groups (``limit <= 0``: ``[]``). Jobs of other statuses and archived jobs
+        never count. Read-only."""
+        ...
+
+    def execution_counts(self, *, since: datetime, bucket_seconds: int) -> list[ExecutionBucket]:
+        """Execution records that finished at or after ``since`` (aware), counted per
+        bucket of ``bucket_seconds`` (60 to 86400; ``ValueError`` naming the value
+        otherwise): a record finished at ``t`` counts in the bucket starting at ``t``
+        rounded down to a multiple of ``bucket_seconds`` since the Unix epoch (UTC).
+
+        ``succeeded`` counts SUCCEEDED records, ``failed`` FAILED ones (every failed
+        attempt, retried or dead-lettered), ``other`` every other closed status
+        (RELEASED). Records still RUNNING (not finished) never count. Buckets come in time
+        order, ascending, and a bucket with no record is omitted. Read-only."""
+        ...
+
+
+@runtime_checkable
+class SupportsAsyncEnqueue(Protocol):
+    """A store that enqueues from asyncio code without blocking the event loop: the write
+    is awaited on the caller's loop (an async driver), not run in a thread.
+
+    The contract is :meth:`~ratchet.spi.JobQueue.enqueue` and
+    :meth:`~ratchet.spi.JobQueue.enqueue_many`'s, word for word: the same checks before
+    anything is written, all-or-nothing, the same errors for a key already used or held,
+    times from the database clock, and the coordinator's wakeup hint inside the insert
+    when the store carries one (:class:`SupportsEnqueueHints`). The coroutines must run
+    on the caller's loop and thread and must work on any loop (one application may enqueue
+    from several, one after another or at once: drivers bind connections to a loop, so a
+    store keeps what it needs per loop). ``close()`` must release every loop's resources;
+    :meth:`aclose` does so from inside a running loop, awaiting that loop's.
+    """
+
+    async def enqueue_async(self, job: NewJob) -> None:
+        """Insert ``job`` as ``enqueue`` does, awaited on the running loop."""
+        ...
+
+    async def enqueue_many_async(self, jobs: Sequence[NewJob]) -> None:
+        """Insert ``jobs`` all-or-nothing as ``enqueue_many`` does, awaited on the running
+        loop. An empty sequence writes nothing."""
+        ...
+
+    async def aclose(self) -> None:
+        """``close()``, with the running loop's connections closed on that loop first."""
         ...

@@ -27,6 +27,7 @@ from __future__ import annotations
 from ratchet_tck.store._base import StoreSuiteBase, new_job, run_concurrently
 from ratchet_tck.store.activity import ActivityProbeContracts
 from ratchet_tck.store.archive_access import ArchiveAccessContracts
+from ratchet_tck.store.async_enqueue import AsyncEnqueueContracts
 from ratchet_tck.store.atomicity import AtomicityContracts
 from ratchet_tck.store.batch import BatchCompletionContracts
 from ratchet_tck.store.bulk_retry import BulkRetryContracts
@@ -38,6 +39,7 @@ from ratchet_tck.store.exactness import ExactMatchContracts
 from ratchet_tck.store.harness import StoreHarness, TransactionFactory, sqlalchemy_transactions
 from ratchet_tck.store.hints import EnqueueHintContracts
 from ratchet_tck.store.job_logs import JobLogContracts
+from ratchet_tck.store.job_query import JobQueryContracts
 from ratchet_tck.store.keys import BusinessKeyContracts, IdempotencyKeyContracts
 from ratchet_tck.store.leases import LeaseContracts
 from ratchet_tck.store.neighbours import CutOffContracts, NeighbouringStateContracts
@@ -89,6 +91,7 @@ class JobStoreSuite(
     DetailContracts,
     SchemaContracts,
     TransactionalEnqueueContracts,
+    AsyncEnqueueContracts,
     EnqueueHintContracts,
     ReconnectContracts,
     JobLogContracts,
@@ -98,6 +101,7 @@ class JobStoreSuite(
     ArchiveAccessContracts,
     PayloadRewriteContracts,
     SealedPayloadContracts,
+    JobQueryContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

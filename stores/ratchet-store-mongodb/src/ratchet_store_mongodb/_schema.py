@@ -66,6 +66,14 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel(
             [("status", ASCENDING), ("finished_at", ASCENDING)], name="ratchet_job_finished"
         ),
+        # Job queries (SupportsJobQuery): one filter's jobs, newest first, a page at a time.
+        *(
+            IndexModel(
+                [(field, ASCENDING), ("created_at", DESCENDING), ("_id", DESCENDING)],
+                name=f"ratchet_job_{field}_created",
+            )
+            for field in ("status", "name", "business_key")
+        ),
     ],
     # The archive's reads list the newest first; its purge deletes the oldest finished.
     ARCHIVE: [
@@ -78,6 +86,8 @@ INDEXES: dict[str, list[IndexModel]] = {
     EXECUTIONS: [
         IndexModel([("job_id", ASCENDING), ("claim_seq", ASCENDING)], name="ratchet_exec_job"),
         IndexModel([("status", ASCENDING), ("finished_at", ASCENDING)], name="ratchet_exec_status"),
+        # Execution counts: the records finished since a time, whatever their status.
+        IndexModel([("finished_at", ASCENDING)], name="ratchet_exec_finished"),
     ],
     NODES: [IndexModel([("heartbeat_at", ASCENDING)], name="ratchet_node_heartbeat")],
     JOB_LOGS: [

@@ -15,7 +15,8 @@ the database clock to the parts:
 * ``_recurring``: recurring definitions and fires, cancel by business key or tag;
 * ``_archive``: archive and purges;
 * ``_job_logs``: job log lines and progress (``SupportsJobLogs``);
-* ``_payloads``: raw payload scans and fenced rewrites (``SupportsPayloadRewrite``).
+* ``_payloads``: raw payload scans and fenced rewrites (``SupportsPayloadRewrite``);
+* ``_queries``: filtered listings, dead-letter groups, execution counts (``SupportsJobQuery``).
 
 This module keeps the lifecycle: connecting (and creating the indexes), ``from_url``,
 ``describe``, ``close`` and ``reset_for_tests``.
@@ -43,6 +44,7 @@ from ratchet_store_mongodb._fencing import STALL_SECONDS, Doc, unavailable
 from ratchet_store_mongodb._job_logs import JobLogOperations
 from ratchet_store_mongodb._outcomes import OutcomeOperations
 from ratchet_store_mongodb._payloads import PayloadOperations
+from ratchet_store_mongodb._queries import QueryOperations
 from ratchet_store_mongodb._reads import ReadOperations
 from ratchet_store_mongodb._recurring import RecurringOperations
 from ratchet_store_mongodb._url import parse_store_url
@@ -61,6 +63,7 @@ class MongoDBJobStore(
     ArchiveOperations,
     JobLogOperations,
     PayloadOperations,
+    QueryOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""

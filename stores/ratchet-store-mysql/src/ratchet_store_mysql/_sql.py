@@ -20,7 +20,7 @@ from typing import Any
 from pymysql.cursors import Cursor
 
 from ratchet.spi import JobPriority
-from ratchet.spi.sql import Params, Row, SQLSession, Statements
+from ratchet.spi.sql import Params, Row, SQLSession, Statements, job_query_fragments
 
 __all__ = [
     "EXECUTION_KEY",
@@ -64,6 +64,7 @@ FRAGMENTS = {
     "due_candidates": " UNION ALL ".join(
         _due_at_level(int(level)) for level in sorted(JobPriority, reverse=True)
     ),
+    **job_query_fragments(lambda name: f"%({name})s", columns=JOB_COLUMNS),
 }
 """The ``{{name}}`` pieces of queries.sql, filled when it is loaded."""
 

@@ -570,3 +570,52 @@ UPDATE ratchet_job_archive
 SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params_json = %(params)s,
     result_json = %(result_json)s
 WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;
+
+-- ===================================================================== job queries
+-- SupportsJobQuery (the dashboard): each query_jobs* statement is driven by one index
+-- range, newest first (ratchet.spi.sql._job_query says which); {{job_query_filters}} checks
+-- every filter, with never-NULL time bounds and cursor. Read-only.
+
+-- name: query_jobs
+SELECT {{job_columns}} FROM ratchet_job WHERE {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_name
+SELECT {{job_columns}} FROM ratchet_job WHERE name = %(name)s AND {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_business_key
+SELECT {{job_columns}} FROM ratchet_job
+WHERE business_key = %(business_key)s AND {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_tag
+SELECT {{job_columns}} FROM ratchet_job
+WHERE id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s) AND {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_status
+SELECT * FROM ({{job_query_by_status}}) AS page
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_id
+SELECT {{job_columns}} FROM ratchet_job WHERE id = %(job_id)s AND {{job_query_filters}};
+
+-- name: dead_letter_groups
+-- The error type is the first line of last_error up to its first ':'.
+SELECT name,
+    SUBSTRING_INDEX(SUBSTRING_INDEX(COALESCE(last_error, ''), CHAR(10), 1), ':', 1) AS error_type,
+    COUNT(*) AS jobs, MAX(COALESCE(finished_at, updated_at))
+FROM ratchet_job WHERE status = 'FAILED'
+GROUP BY name, error_type ORDER BY jobs DESC, name, error_type LIMIT %(limit)s;
+
+-- name: execution_counts
+-- A bucket starts at finished_at rounded down to %(bucket)s seconds since the epoch (the
+-- times are UTC DATETIMEs: no session time zone is involved).
+SELECT FLOOR(TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', finished_at) / %(bucket)s)
+        * %(bucket)s AS bucket_start,
+    SUM(status = 'SUCCEEDED'), SUM(status = 'FAILED'),
+    SUM(status NOT IN ('SUCCEEDED', 'FAILED'))
+FROM ratchet_execution
+WHERE finished_at >= %(since)s
+GROUP BY bucket_start ORDER BY bucket_start;

@@ -1,16 +1,24 @@
 """Writing new jobs: one statement per chunk, conflicts turned into Ratchet errors.
 
 Used by the store's own :meth:`enqueue` / :meth:`enqueue_many` (:func:`insert_pooled`, on a
-pooled autocommit connection, retried once when the connection is lost) and by
+pooled autocommit connection, retried once when the connection is lost), by
 transactional enqueue (:func:`enqueue_in_transaction`, on the caller's connection, inside
-the caller's transaction, never retried).
+the caller's transaction, never retried) and by async enqueue
+(:mod:`ratchet_store_postgresql._async_enqueue`, on psycopg's async pool).
+
+What to send is decided once, without I/O, by the *plans* :func:`insert_plan`,
+:func:`conflict_plan` and :func:`stored_plan`: generators that yield :class:`Execute` and
+:class:`CopyRows` steps and receive each step's first row. :func:`run_plan` drives a plan
+on a psycopg ``Connection``; the async module drives the same plans on an
+``AsyncConnection``, so both paths send the same statements, COPY rows and NOTIFY.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -32,13 +40,20 @@ from ratchet_store_postgresql._statements import STATEMENTS
 __all__ = [
     "CHUNK_SIZE",
     "COPY_THRESHOLD",
+    "CopyRows",
+    "Execute",
     "Hint",
+    "Plan",
     "conflict_error",
-    "copy_jobs",
+    "conflict_plan",
+    "copy_rows",
     "enqueue_in_transaction",
     "insert_jobs",
+    "insert_plan",
     "insert_pooled",
     "needs_transaction",
+    "run_plan",
+    "stored_plan",
 ]
 
 Connection = psycopg.Connection[Any]
@@ -85,21 +100,71 @@ def needs_transaction(jobs: Sequence[NewJob]) -> bool:
     return len(jobs) > CHUNK_SIZE or _copyable(jobs)
 
 
+@dataclass(frozen=True, slots=True)
+class Execute:
+    """A step of a plan: run ``statement`` with ``params``; with ``fetch``, the plan is sent
+    the first row of the answer (``None`` when there is none), else ``None``."""
+
+    statement: str
+    params: Mapping[str, Any]
+    fetch: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CopyRows:
+    """A step of a plan: COPY ``rows`` (in :data:`COPY_JOB_TYPES` order) into ``ratchet_job``
+    with the statement ``copy_jobs``, in binary format. The plan is sent ``None``."""
+
+    rows: list[tuple[Any, ...]]
+
+
+T = TypeVar("T")
+Plan = Generator[Execute | CopyRows, Any, T]
+"""Steps to run in order, each sent its answer; the plan's return value is the result."""
+
+
+def run_plan(conn: Connection, plan: Plan[T]) -> T:
+    """Run every step of ``plan`` on ``conn``; its result. Errors of a step propagate."""
+    answer: Any = None
+    while True:
+        try:
+            step = plan.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        if isinstance(step, CopyRows):
+            with conn.cursor() as cursor, cursor.copy(STATEMENTS["copy_jobs"]) as copy:
+                copy.set_types(COPY_JOB_TYPES)
+                for row in step.rows:
+                    copy.write_row(row)
+            answer = None
+        else:
+            cursor = conn.execute(step.statement, step.params)
+            answer = cursor.fetchone() if step.fetch else None
+
+
 def insert_jobs(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = None) -> None:
-    """Insert ``jobs`` in chunks of :data:`CHUNK_SIZE`; with ``hint``, also send that NOTIFY
-    in the same transaction (delivered at commit).
+    """Insert ``jobs`` in chunks of :data:`CHUNK_SIZE` (:func:`insert_plan`); with ``hint``,
+    also send that NOTIFY in the same transaction (delivered at commit).
+
+    The caller provides atomicity when :func:`needs_transaction` says so (a transaction or
+    savepoint around this call). A key conflict raises ``UniqueViolation``; turn it into a
+    Ratchet error with :func:`conflict_error` after the rollback.
+    """
+    run_plan(conn, insert_plan(jobs, hint))
+
+
+def insert_plan(jobs: Sequence[NewJob], hint: Hint | None = None) -> Plan[None]:
+    """The steps inserting ``jobs`` (and sending ``hint`` with the last one).
 
     A single job without tags or an idempotency key is one plain INSERT; a large chunk of
-    such jobs is one binary COPY (:func:`copy_jobs`); any other chunk is one array
-    statement with its tags and keys. The caller provides atomicity when
-    :func:`needs_transaction` says so (a transaction or savepoint around this call). A key
-    conflict raises ``UniqueViolation``; turn it into a Ratchet error with
-    :func:`conflict_error` after the rollback.
+    such jobs is one binary COPY (:func:`copy_rows`, after reading the server's time once);
+    any other chunk is one array statement with its tags and keys.
     """
     hinted = _hint_parameters(hint)
     if len(jobs) == 1 and _plain(jobs[0]):
         statement = STATEMENTS["enqueue_one_with_hint" if hint else "enqueue_one"]
-        conn.execute(statement, ENCODER.new_job(jobs[0]) | hinted)
+        yield Execute(statement, ENCODER.new_job(jobs[0]) | hinted)
         return
     now: datetime | None = None
     for start in range(0, len(jobs), CHUNK_SIZE):
@@ -107,15 +172,15 @@ def insert_jobs(conn: Connection, jobs: Sequence[NewJob], hint: Hint | None = No
         last = start + CHUNK_SIZE >= len(jobs)
         if _copyable(chunk):
             if now is None:
-                row = conn.execute(STATEMENTS["now"]).fetchone()
+                row = yield Execute(STATEMENTS["now"], {}, fetch=True)
                 assert row is not None
                 now = row[0]
-            copy_jobs(conn, chunk, now)
+            yield CopyRows(copy_rows(chunk, now))
             if hint and last:
-                conn.execute(STATEMENTS["notify"], hinted)
+                yield Execute(STATEMENTS["notify"], hinted)
             continue
         statement = STATEMENTS["enqueue_jobs_with_hint" if hint and last else "enqueue_jobs"]
-        conn.execute(statement, _chunk_parameters(chunk) | (hinted if last else {}))
+        yield Execute(statement, _chunk_parameters(chunk) | (hinted if last else {}))
 
 
 def insert_pooled(
@@ -143,9 +208,13 @@ def insert_pooled(
 
 
 def _all_stored(conn: Connection, jobs: Sequence[NewJob]) -> bool:
-    row = conn.execute(
-        STATEMENTS["count_jobs_with_ids"], {"ids": [job.id for job in jobs]}
-    ).fetchone()
+    return run_plan(conn, stored_plan(jobs))
+
+
+def stored_plan(jobs: Sequence[NewJob]) -> Plan[bool]:
+    """Whether every one of ``jobs`` is stored (by id): a retry's conflict with itself."""
+    statement = STATEMENTS["count_jobs_with_ids"]
+    row = yield Execute(statement, {"ids": [job.id for job in jobs]}, fetch=True)
     return row is not None and int(row[0]) == len(jobs)
 
 
@@ -157,43 +226,46 @@ COPY_JOB_TYPES = [
 """The binary types of the columns of the statement ``copy_jobs``, in its order."""
 
 
-def copy_jobs(conn: Connection, jobs: Sequence[NewJob], now: datetime) -> None:
-    """COPY ``jobs`` (no tags, no idempotency keys) into ``ratchet_job`` in binary format.
+def copy_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
+    """The COPY rows of ``jobs`` (no tags, no idempotency keys).
 
     ``now`` is the server's time read at the start of the transaction: the created and
     updated times of every job, and the base of relative due times, as the array
     statement's ``statement_timestamp()`` would be.
     """
-    with conn.cursor() as cursor, cursor.copy(STATEMENTS["copy_jobs"]) as copy:
-        copy.set_types(COPY_JOB_TYPES)
-        for job in jobs:
-            due = job.scheduled_at or now + timedelta(seconds=job.delay_seconds)
-            copy.write_row(
-                (
-                    job.id,
-                    job.name,
-                    job.target,
-                    job.args_json,
-                    job.kwargs_json,
-                    "PENDING",
-                    int(job.priority),
-                    job.max_retries,
-                    job.backoff.value,
-                    job.backoff_ms,
-                    job.timeout_seconds,
-                    job.business_key,
-                    Jsonb(job.params, dumps=strict_json),
-                    job.recurring_id,
-                    due,
-                    now,
-                    now,
-                )
-            )
+    return [
+        (
+            job.id,
+            job.name,
+            job.target,
+            job.args_json,
+            job.kwargs_json,
+            "PENDING",
+            int(job.priority),
+            job.max_retries,
+            job.backoff.value,
+            job.backoff_ms,
+            job.timeout_seconds,
+            job.business_key,
+            Jsonb(job.params, dumps=strict_json),
+            job.recurring_id,
+            job.scheduled_at or now + timedelta(seconds=job.delay_seconds),
+            now,
+            now,
+        )
+        for job in jobs
+    ]
 
 
 def conflict_error(conn: Connection, jobs: Sequence[NewJob], exc: Exception) -> RatchetError | None:
     """The Ratchet error for an insert of ``jobs`` rejected with ``exc``, read on ``conn``
-    after the rollback (the holder of the key is committed, so it is visible then).
+    after the rollback (:func:`conflict_plan`)."""
+    return run_plan(conn, conflict_plan(jobs, exc))
+
+
+def conflict_plan(jobs: Sequence[NewJob], exc: Exception) -> Plan[RatchetError | None]:
+    """The Ratchet error for an insert of ``jobs`` rejected with ``exc``: the holder of the
+    key is read after the rollback (it is committed, so it is visible then).
 
     ``None`` when ``exc`` is not a unique violation (the caller re-raises it).
     """
@@ -202,13 +274,14 @@ def conflict_error(conn: Connection, jobs: Sequence[NewJob], exc: Exception) -> 
     constraint = exc.diag.constraint_name
     if constraint == IDEMPOTENCY_KEY_INDEX:
         keys = [job.idempotency_key for job in jobs if job.idempotency_key is not None]
-        row = conn.execute(STATEMENTS["select_any_idempotency_key"], {"keys": keys}).fetchone()
+        statement = STATEMENTS["select_any_idempotency_key"]
+        row = yield Execute(statement, {"keys": keys}, fetch=True)
         key, existing = (str(row[0]), str(row[1])) if row else (keys[0], None)
         return idempotency_key_used(key, existing)
     if constraint == BUSINESS_KEY_INDEX:
         keys = [job.business_key for job in jobs if job.business_key is not None]
         statement = STATEMENTS["select_holder_of_any_business_key"]
-        row = conn.execute(statement, {"keys": keys}).fetchone()
+        row = yield Execute(statement, {"keys": keys}, fetch=True)
         key, holder = (str(row[0]), str(row[1])) if row else (keys[0], None)
         return business_key_held(key, holder)
     return job_not_stored(jobs, f"{exc.diag.message_primary} ({exc.diag.message_detail})")

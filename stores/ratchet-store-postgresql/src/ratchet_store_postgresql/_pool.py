@@ -59,7 +59,7 @@ def _configure(conn: Connection) -> None:
     conn.execute("SET TIME ZONE 'UTC'")
 
 
-def _server_closed(conn: Connection) -> bool:
+def _server_closed(conn: psycopg.BaseConnection[Any]) -> bool:
     """Whether the server has hung up on this idle connection, seen without a round trip.
 
     The store's connections never LISTEN, so an idle one receives nothing from a healthy

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from ratchet.spi import JobPriority
-from ratchet.spi.sql import Statements
+from ratchet.spi.sql import Statements, job_query_fragments
 
 __all__ = ["STATEMENTS", "assemble"]
 
@@ -42,6 +42,10 @@ def assemble(loaded: Statements) -> Statements:
     return Statements(statements, source=loaded.source)
 
 
+def _named(name: str) -> str:
+    return f"%({name})s"
+
+
 STATEMENTS = assemble(
     Statements.load(
         "ratchet_store_postgresql",
@@ -49,6 +53,11 @@ STATEMENTS = assemble(
         fragments={
             "priority_levels": ", ".join(
                 f"({int(level)})" for level in sorted(JobPriority, reverse=True)
+            ),
+            **job_query_fragments(
+                _named,
+                columns="{_job_columns}",
+                text_param=lambda name: f"CAST({_named(name)} AS text)",
             ),
         },
     )

@@ -782,3 +782,57 @@ UPDATE ratchet_job_archive
 SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params = %(params)s::jsonb,
     result_json = %(result_json)s
 WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;
+
+-- ===================================================================== job queries
+-- SupportsJobQuery (the dashboard): each query_jobs* statement is driven by one index
+-- range, newest first (ratchet.spi.sql._job_query says which); {{job_query_filters}} checks
+-- every filter, with never-NULL time bounds and cursor, so they bound the range in a
+-- generic plan too. Read-only.
+
+-- name: query_jobs
+SELECT {_job_columns} FROM ratchet_job WHERE {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_name
+SELECT {_job_columns} FROM ratchet_job WHERE name = %(name)s AND {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_business_key
+SELECT {_job_columns} FROM ratchet_job
+WHERE business_key = %(business_key)s AND {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_tag
+-- The tag's jobs, each by its key, then the filters and the page of them. Fenced off
+-- (MATERIALIZED, the filters outside) because with the filters inside, the planner
+-- walked ratchet_job_created through every newer job hoping to meet the tag soon, or
+-- scanned the table to hash-join it with the tag's entries.
+WITH tagged AS MATERIALIZED (
+    SELECT {_job_columns} FROM ratchet_job
+    WHERE id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s))
+SELECT * FROM tagged WHERE {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_status
+SELECT * FROM ({{job_query_by_status}}) AS page
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: query_jobs_by_id
+SELECT {_job_columns} FROM ratchet_job WHERE id = %(job_id)s AND {{job_query_filters}};
+
+-- name: dead_letter_groups
+-- The error type is the first line of last_error up to its first ':'.
+SELECT name, split_part(split_part(COALESCE(last_error, ''), chr(10), 1), ':', 1) AS error_type,
+    count(*) AS jobs, max(COALESCE(finished_at, updated_at))
+FROM ratchet_job WHERE status = 'FAILED'
+GROUP BY 1, 2 ORDER BY jobs DESC, name, error_type LIMIT %(limit)s;
+
+-- name: execution_counts
+-- The closed records (ratchet_execution_finished holds only them) since %(since)s; a
+-- bucket starts at finished_at rounded down to %(bucket)s seconds since the epoch.
+SELECT CAST(floor(extract(epoch FROM finished_at) / %(bucket)s) AS bigint) * %(bucket)s,
+    count(*) FILTER (WHERE status = 'SUCCEEDED'), count(*) FILTER (WHERE status = 'FAILED'),
+    count(*) FILTER (WHERE status NOT IN ('SUCCEEDED', 'FAILED'))
+FROM ratchet_execution
+WHERE status <> 'RUNNING' AND finished_at >= %(since)s
+GROUP BY 1 ORDER BY 1;

@@ -42,6 +42,7 @@ from ratchet.spi import (
 )
 from ratchet.spi.sql import Params, SQLJobStore
 from ratchet_store_postgresql import _enqueue
+from ratchet_store_postgresql._async_enqueue import AsyncPools
 from ratchet_store_postgresql._pool import PooledStore
 from ratchet_store_postgresql._rows import DECODER, ENCODER
 from ratchet_store_postgresql._statements import STATEMENTS
@@ -57,7 +58,11 @@ _FACTORY_OPTIONS = frozenset({"pool_min_size", "pool_max_size", "pool_timeout"})
 class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
     """JobStore on PostgreSQL. Build it with :meth:`from_url`; one instance per node.
 
-    Thread-safe: every call borrows a pooled connection for its duration.
+    Thread-safe: every call borrows a pooled connection for its duration. Async enqueue
+    (``SupportsAsyncEnqueue``) borrows from a ``psycopg_pool.AsyncConnectionPool`` of the
+    running event loop, one per loop, opened on its first use with ``pool_max_size``
+    connections (a fixed size); :meth:`close` closes them all (:meth:`aclose` from inside a
+    loop).
     """
 
     name = "postgresql"
@@ -101,6 +106,12 @@ class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
         super().__init__(
             url, pool_min_size=pool_min_size, pool_max_size=pool_max_size, pool_timeout=pool_timeout
         )
+        self._async_pools = AsyncPools(
+            self.conninfo,
+            self.describe(),
+            size=self._pool.max_size,
+            timeout=pool_timeout,
+        )
         self._migrate_on_open(auto_migrate)
 
     # -- schema --------------------------------------------------------------------------
@@ -119,6 +130,34 @@ class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
 
     def _is_unique_violation(self, error: Exception) -> bool:
         return isinstance(error, pg_errors.UniqueViolation)
+
+    # -- async enqueue (SupportsAsyncEnqueue) --------------------------------------------
+
+    async def enqueue_async(self, job: NewJob) -> None:
+        """:meth:`enqueue` awaited on the running loop's async pool (same statements)."""
+        await self.enqueue_many_async([job])
+
+    async def enqueue_many_async(self, jobs: Sequence[NewJob]) -> None:
+        """:meth:`enqueue_many` awaited on the running loop's async pool: the same checks,
+        statements, hint and errors; all-or-nothing."""
+        self._check_new_jobs(jobs)
+        if jobs:
+            await self._async_pools.insert(jobs, self._hint_for(jobs))
+
+    def async_pool_requests(self) -> int:
+        """How many connections the async pools (every loop's) have handed out: for tests
+        and diagnostics showing that async enqueues went through them."""
+        return self._async_pools.requests()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, closing the running loop's async pool on it first."""
+        await self._async_pools.aclose()
+        self.close()
+
+    def close(self) -> None:
+        """Close the sync pool and every loop's async pool. Idempotent."""
+        self._async_pools.close()
+        super().close()
 
     # -- tuned paths ---------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from ratchet.spi._conflicts import retry_blocked_by_business_key
 from ratchet.spi._rows import RowDecoder
 from ratchet.spi._store import JobStore
 from ratchet.spi.sql._encoder import RowEncoder
+from ratchet.spi.sql._job_query import JOB_QUERY_STATEMENTS, SQLJobQuery
 from ratchet.spi.sql._session import Params, Row, SQLSession
 from ratchet.spi.sql._statements import Statements
 
@@ -132,6 +133,8 @@ STATEMENTS = frozenset(
         "rewrite_payload",
         "rewrite_archived_payload",
     }
+    # job queries (SupportsJobQuery): ratchet.spi.sql._job_query
+    | JOB_QUERY_STATEMENTS
 )
 """The statements the shared methods run. A backend that overrides a method may leave
 that method's statements out (``missing_statements`` tells which it still needs)."""
@@ -151,7 +154,7 @@ _LIST_JOBS = {
 }
 
 
-class SQLJobStore(JobStore):
+class SQLJobStore(SQLJobQuery, JobStore):
     """The JobStore of an SQL database, less what its backend supplies (module docstring).
 
     Subclasses set ``statements``, ``decode`` and ``encode`` (class or instance

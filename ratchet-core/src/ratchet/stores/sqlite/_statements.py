@@ -8,7 +8,7 @@ union of due jobs a claim merges.
 from __future__ import annotations
 
 from ratchet._types import JobPriority
-from ratchet.spi.sql import Statements
+from ratchet.spi.sql import Statements, job_query_fragments
 
 __all__ = [
     "JOB_COLUMNS",
@@ -57,6 +57,9 @@ def _load(now: str) -> Statements:
             "job_columns": JOB_COLUMNS,
             "recurring_columns": RECURRING_COLUMNS,
             "due_candidates": " UNION ALL ".join(_due_at_level(int(p)) for p in JobPriority),
+            **job_query_fragments(
+                lambda name: f":{name}", columns=JOB_COLUMNS, checked_status="+status"
+            ),
         },
     )
 

@@ -427,3 +427,53 @@ UPDATE ratchet_job_archive
 SET args_json = :args_json, kwargs_json = :kwargs_json, params_json = :params,
     result_json = :result_json
 WHERE id = :id AND status = :status AND claim_seq = :claim_seq;
+
+-- ===================================================================== job queries
+-- SupportsJobQuery (the dashboard): each query_jobs* statement is driven by one index
+-- range, newest first (ratchet.spi.sql._job_query says which); {{job_query_filters}} checks
+-- every filter, with never-NULL time bounds and cursor. Read-only.
+
+-- name: query_jobs
+SELECT {{job_columns}} FROM ratchet_job WHERE {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: query_jobs_by_name
+SELECT {{job_columns}} FROM ratchet_job WHERE name = :name AND {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: query_jobs_by_business_key
+SELECT {{job_columns}} FROM ratchet_job
+WHERE business_key = :business_key AND {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: query_jobs_by_tag
+SELECT {{job_columns}} FROM ratchet_job
+WHERE id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag) AND {{job_query_filters}}
+ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: query_jobs_by_status
+SELECT * FROM ({{job_query_by_status}}) ORDER BY created_at DESC, id DESC LIMIT :limit;
+
+-- name: query_jobs_by_id
+SELECT {{job_columns}} FROM ratchet_job WHERE id = :job_id AND {{job_query_filters}};
+
+-- name: dead_letter_groups
+-- The error type is the first line of last_error up to its first ':'.
+WITH failed AS (
+    SELECT name, COALESCE(finished_at, updated_at) AS failed_at,
+        substr(COALESCE(last_error, '') || char(10), 1,
+            instr(COALESCE(last_error, '') || char(10), char(10)) - 1) AS line
+    FROM ratchet_job WHERE status = 'FAILED')
+SELECT name, substr(line || ':', 1, instr(line || ':', ':') - 1) AS error_type,
+    COUNT(*) AS jobs, MAX(failed_at)
+FROM failed GROUP BY name, error_type
+ORDER BY jobs DESC, name, error_type LIMIT :limit;
+
+-- name: execution_counts
+-- Times are epoch seconds: a bucket starts at finished_at rounded down to :bucket.
+SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket AS bucket_start,
+    SUM(status = 'SUCCEEDED'), SUM(status = 'FAILED'),
+    SUM(status NOT IN ('SUCCEEDED', 'FAILED'))
+FROM ratchet_execution
+WHERE finished_at IS NOT NULL AND finished_at >= :since
+GROUP BY bucket_start ORDER BY bucket_start;

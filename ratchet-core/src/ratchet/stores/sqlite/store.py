@@ -17,6 +17,7 @@ idempotency-key table, the claim, a recurring fire under a savepoint).
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -52,6 +53,9 @@ from ratchet.stores.sqlite._transactional import SQLiteTransactionalEnqueue
 __all__ = ["SQLiteJobStore", "schema_sql"]
 
 T = TypeVar("T")
+
+# Float steps _stored_from may take from its guess to the exact bound (it needs one or two).
+_BOUND_STEPS = 64
 
 
 def _epoch(moment: datetime) -> float:
@@ -292,6 +296,22 @@ class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
 
     def _is_unique_violation(self, error: Exception) -> bool:
         return isinstance(error, sqlite3.IntegrityError)
+
+    def _stored_from(self, moment: datetime, what: str) -> Any:
+        """Times are float epoch seconds, finer than the microsecond a read rounds them
+        to: the stored times that read back as ``moment`` or later start about half a
+        microsecond before it. At today's epochs that is two steps of a float, so the
+        bound is found exactly: the first float the decoder reads as ``moment`` or later."""
+        bound = float(super()._stored_from(moment, what)) - 0.5e-6
+        for _ in range(_BOUND_STEPS):  # the guess is off by a step or two at most
+            if self.decode.time(bound) < moment:
+                break
+            bound = math.nextafter(bound, -math.inf)
+        for _ in range(_BOUND_STEPS):
+            if self.decode.time(bound) >= moment:
+                break
+            bound = math.nextafter(bound, math.inf)
+        return bound
 
     # -- tuned paths ---------------------------------------------------------------------
 
