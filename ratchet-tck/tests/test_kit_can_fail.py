@@ -231,6 +231,12 @@ CATALOGUE = [
         "CheckThenWriteRewriteStore",
         "test_payload_rewrites_racing_outcomes_never_lose_a_result",
     ),
+    # snoozing (SupportsSnooze)
+    ("UnfencedSnoozeStore", "test_a_stale_or_finished_claim_cannot_snooze"),
+    ("SnoozeCountsAttemptStore", "test_a_snooze_charges_nothing_and_keeps_the_key"),
+    ("SnoozeClearsErrorStore", "test_a_snooze_charges_nothing_and_keeps_the_key"),
+    ("SnoozeIgnoresDelayStore", "test_a_snoozed_job_is_due_after_the_delay_on_the_database_clock"),
+    ("SnoozeClosesFailedStore", "test_a_snooze_charges_nothing_and_keeps_the_key"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -308,6 +314,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_queue_stores
     import broken_retry_stores
     import broken_rewrite_stores
+    import broken_snooze_stores
     import broken_stores
 
     from ratchet.stores.sqlite.store import SQLiteJobStore
@@ -325,6 +332,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_archive_stores,
             broken_rewrite_stores,
             broken_query_stores,
+            broken_snooze_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

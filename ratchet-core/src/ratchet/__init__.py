@@ -18,7 +18,7 @@ from ratchet._app import DEFAULT_STORE_URL, Ratchet
 from ratchet._config import RatchetOptions
 from ratchet._context import JobContext, current_job
 from ratchet._cron import Misfire
-from ratchet._failures import DoNotRetry, do_not_retry
+from ratchet._failures import DoNotRetry, Snooze, do_not_retry
 from ratchet._job_logs import AttemptLog, JobLogLine, JobLogs, JobProgress
 from ratchet._jobs import JobBuilder, JobDefinition, JobFunction
 from ratchet._results import JobResult
@@ -78,6 +78,7 @@ __all__ = [
     "RatchetError",
     "RatchetOptions",
     "RecurringDefinition",
+    "Snooze",
     "TargetNotAllowedError",
     "UnknownStoreError",
     "ValueOutOfRangeError",

@@ -39,6 +39,7 @@ __all__ = [
     "JobEnqueued",
     "JobEvent",
     "JobFailed",
+    "JobSnoozed",
     "JobStarted",
     "JobSucceeded",
     "NodeStarted",
@@ -121,6 +122,18 @@ class JobFailed(JobEvent):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class JobSnoozed(JobEvent):
+    """An attempt raised :class:`~ratchet.Snooze` and the job went back to the queue, due
+    ``delay_seconds`` later, without using an attempt (``attempt`` is the attempt that
+    snoozed; the next run has the same number). Neither :class:`JobSucceeded` nor
+    :class:`JobFailed` is emitted for it."""
+
+    attempt: int
+    claim_seq: int
+    delay_seconds: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class JobDeadLettered(JobEvent):
     """The job moved to the dead-letter queue (FAILED). ``reason`` is one of
     ``"retries_exhausted"``, ``"permanent_error"`` (:class:`~ratchet.DoNotRetry`, a refused
@@ -144,7 +157,7 @@ class JobCanceled(JobEvent):
 class OutcomeRejected(JobEvent):
     """This node's outcome was not recorded: its claim was no longer current (the job was
     recovered from it, or released). ``outcome`` is what it tried to record:
-    ``"succeeded"``, ``"retried"`` or ``"failed"``."""
+    ``"succeeded"``, ``"retried"``, ``"snoozed"`` or ``"failed"``."""
 
     attempt: int
     claim_seq: int

@@ -20,6 +20,7 @@ from ratchet.events import (
     JobDeadLettered,
     JobEnqueued,
     JobFailed,
+    JobSnoozed,
     JobStarted,
     JobSucceeded,
     NodeStarted,
@@ -150,6 +151,23 @@ class Lifecycle:
             self._ended(job.id)
             if self.callbacks is not None:
                 self.callbacks.after_failure(job, duration, cause, error_text)
+
+    def snoozed(self, job: ClaimedJob, delay_seconds: float) -> None:
+        """The attempt raised Snooze and was recorded: the job waits, uncharged. Not an
+        end (no callbacks, no ``job_ended``): it runs again."""
+        if self.events.wants(JobSnoozed):
+            self.events.emit(
+                JobSnoozed(
+                    node_id=self.node_id,
+                    at=self.clock.now(),
+                    job_id=job.id,
+                    name=job.name,
+                    priority=job.priority,
+                    attempt=job.attempt,
+                    claim_seq=job.claim_seq,
+                    delay_seconds=delay_seconds,
+                )
+            )
 
     def crash_limit_reached(self, job: Job, claim_seq: int, message: str) -> None:
         """Orphan recovery dead-lettered ``job`` (as read before the write) at the crash

@@ -1,8 +1,9 @@
 """Recording what a claim's run decided: one place for every fenced outcome write.
 
 The runner decides (:class:`Succeed` with the encoded result, :class:`Retry` with its
-delay, :class:`Fail`); the :class:`OutcomeRecorder` writes that decision, fenced by
-``claim_seq``, and owns what the write needs to survive:
+delay, :class:`Fail`, :class:`Postpone` for a job that raised Snooze); the
+:class:`OutcomeRecorder` writes that decision, fenced by ``claim_seq``, and owns what the
+write needs to survive:
 
 * **Retries.** A live node's claims are never recovered by other nodes, so an outcome
   write that failed because the store was unreachable is tried again while the node holds
@@ -30,6 +31,7 @@ delay, :class:`Fail`); the :class:`OutcomeRecorder` writes that decision, fenced
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,13 +43,14 @@ from ratchet._engine.lifecycle import Lifecycle
 from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, Completion, JobStatus
-from ratchet.spi import JobStore
+from ratchet.spi import JobStore, SupportsSnooze
 
 __all__ = [
     "Decision",
     "Fail",
     "Outcome",
     "OutcomeRecorder",
+    "Postpone",
     "Retry",
     "Succeed",
     "applied_before",
@@ -105,14 +108,23 @@ class Fail:
     reason: str = "retries_exhausted"
 
 
-Decision = Succeed | Retry | Fail
+@dataclass(frozen=True, slots=True)
+class Postpone:
+    """The attempt raised :class:`~ratchet.Snooze`: run the job again after
+    ``delay_seconds``, uncharged, with ``message`` on its execution record."""
+
+    delay_seconds: float
+    message: str
+
+
+Decision = Succeed | Retry | Fail | Postpone
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened to one claim: ``succeeded``, ``retried``, ``failed``, ``stale``,
-    ``unrecorded``, or ``queued`` (a success handed to the background writer, not recorded
-    yet)."""
+    """What happened to one claim: ``succeeded``, ``retried``, ``snoozed``, ``failed``,
+    ``stale``, ``unrecorded``, or ``queued`` (a success handed to the background writer, not
+    recorded yet)."""
 
     job_id: str
     kind: str
@@ -182,6 +194,8 @@ class OutcomeRecorder:
         self.on_background_success = on_background_success
         self.lifecycle = lifecycle
         self.completions: CompletionWriter | None = None
+        self._snooze_fallback_warned = False
+        self._snooze_fallback_lock = threading.Lock()  # the warning goes out once
         # What the lifecycle needs of a success handed to the background writer, by
         # claim, until it is recorded: (duration, result JSON).
         self._queued: dict[tuple[str, int], tuple[float, str | None]] = {}
@@ -244,6 +258,8 @@ class OutcomeRecorder:
     def _write(self, job: ClaimedJob, decision: Decision, duration: float) -> Outcome:
         if isinstance(decision, Succeed):
             return self._write_success(job, decision, duration)
+        if isinstance(decision, Postpone):
+            return self._write_snooze(job, decision, duration)
         if isinstance(decision, Retry):
             recorded = self._persist(
                 job,
@@ -298,6 +314,54 @@ class OutcomeRecorder:
                     error_text=decision.error,
                 )
         return Outcome(job.id, kind, True)
+
+    def _write_snooze(self, job: ClaimedJob, decision: Postpone, duration: float) -> Outcome:
+        """PENDING again after the delay, uncharged (``SupportsSnooze``); a store without
+        the capability records it as a retry, which uses an attempt (warned once)."""
+        store = self.store
+        delay, message = decision.delay_seconds, decision.message
+        if isinstance(store, SupportsSnooze):
+            snooze = store.snooze_job
+            recorded = self._persist(
+                job,
+                JobStatus.PENDING,
+                lambda: snooze(job.id, job.claim_seq, delay_seconds=delay, message=message),
+            )
+        else:
+            self._warn_snooze_fallback()
+            recorded = self._persist(
+                job,
+                JobStatus.PENDING,
+                lambda: store.schedule_retry(
+                    job.id, job.claim_seq, error=decision.message, delay_seconds=delay
+                ),
+            )
+        if not recorded:
+            self._stale(job, succeeded=False, message=decision.message, outcome="snoozed")
+            return Outcome(job.id, "stale", False)
+        log.info(
+            "Job %s (%s) attempt %d snoozed; it runs again in %.3g s.",
+            job.id,
+            job.name,
+            job.attempt,
+            delay,
+            extra=_fields(job, "job_snoozed", duration),
+        )
+        if self.lifecycle is not None:
+            self.lifecycle.snoozed(job, delay)
+        return Outcome(job.id, "snoozed", True)
+
+    def _warn_snooze_fallback(self) -> None:
+        with self._snooze_fallback_lock:
+            if self._snooze_fallback_warned:
+                return
+            self._snooze_fallback_warned = True
+        log.warning(
+            "The store %s does not support snoozing (ratchet.spi.SupportsSnooze), so a job "
+            "that raised Snooze is recorded as a retry: the attempt was counted towards its "
+            "max_retries and the snooze message became its last_error.",
+            type(self.store).__name__,
+        )
 
     def _write_success(self, job: ClaimedJob, decision: Succeed, duration: float) -> Outcome:
         if self.completions is not None:

@@ -28,10 +28,10 @@ from ratchet._context import JobContext
 from ratchet._engine.failure_text import describe_failure
 from ratchet._engine.job_logs import JobLogWriter
 from ratchet._engine.lifecycle import Lifecycle
-from ratchet._engine.outcomes import Fail, Outcome, OutcomeRecorder, Retry, Succeed
+from ratchet._engine.outcomes import Fail, Outcome, OutcomeRecorder, Postpone, Retry, Succeed
 from ratchet._engine.targets import resolve_untrusted_target
 from ratchet._engine.timeouts import await_with_timeout, call_with_timeout
-from ratchet._failures import is_do_not_retry
+from ratchet._failures import Snooze, is_do_not_retry
 from ratchet._jobs import JobDefinition
 from ratchet._limits import MAX_DELAY_SECONDS
 from ratchet._logs import get_logger
@@ -245,10 +245,14 @@ class JobRunner:
     def record_failure(
         self, job: ClaimedJob, exc: BaseException, started: float | None = None
     ) -> Outcome:
-        """Record ``exc`` as the failure of this attempt (retry or dead-letter queue).
-        Never raises (see :meth:`OutcomeRecorder.record`)."""
+        """Record ``exc`` as the failure of this attempt (retry or dead-letter queue), or,
+        for a :class:`~ratchet.Snooze`, as a postponement that is no failure at all (no
+        attempt used, no callbacks). Never raises (see :meth:`OutcomeRecorder.record`)."""
         duration = 0.0 if started is None else time.monotonic() - started
         self._job_logs_written(job)
+        if isinstance(exc, Snooze):
+            postpone = Postpone(exc.seconds, str(exc))
+            return self.recorder.record(job, lambda: postpone, duration)
         return self.recorder.record(job, lambda: self.failure_decision(job, exc), duration)
 
     def _job_logs_written(self, job: ClaimedJob) -> None:

@@ -83,6 +83,7 @@ from ratchet.spi._capabilities import (
     SupportsPayloadRewrite,
     SupportsPendingAges,
     SupportsSchema,
+    SupportsSnooze,
     SupportsTestReset,
     SupportsTransactionalEnqueue,
 )
@@ -196,6 +197,7 @@ __all__ = [
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
     "SupportsSchema",
+    "SupportsSnooze",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",
     "WakeupHint",

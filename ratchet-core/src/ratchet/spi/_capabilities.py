@@ -31,6 +31,7 @@ __all__ = [
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
     "SupportsSchema",
+    "SupportsSnooze",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",
 ]
@@ -259,6 +260,28 @@ class SupportsBulkRetry(Protocol):
         ``retry_failed_job`` calls never retry one failure twice: each id is returned by
         at most one caller (the SQL stores lock their candidates, skipping rows another
         transaction holds).
+        """
+        ...
+
+
+@runtime_checkable
+class SupportsSnooze(Protocol):
+    """A store that puts a claimed job back to the queue for later without charging it
+    (``raise Snooze(seconds)`` in a job); without it the engine records the snooze with
+    :meth:`~ratchet.spi.JobQueue.schedule_retry`, which uses an attempt."""
+
+    def snooze_job(
+        self, job_id: str, claim_seq: int, *, delay_seconds: float, message: str
+    ) -> bool:
+        """RUNNING with this ``claim_seq`` → PENDING due at database-now + ``delay_seconds``,
+        with no charge of any kind.
+
+        ``attempts``, ``crash_count`` and ``last_error`` are unchanged; owner cleared,
+        business key kept; the execution record closes as RELEASED with ``message``,
+        atomically. Returns ``False`` and changes nothing when the job is not RUNNING with
+        exactly this ``claim_seq`` (fenced exactly as
+        :meth:`~ratchet.spi.JobQueue.complete_job`). The next claim of the job takes
+        ``claim_seq + 1`` as any claim does.
         """
         ...
 

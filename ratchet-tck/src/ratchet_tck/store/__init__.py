@@ -52,6 +52,7 @@ from ratchet_tck.store.reconnect import ReconnectContracts
 from ratchet_tck.store.retention import ArchiveContracts, RecurringContracts
 from ratchet_tck.store.schema import SchemaContracts
 from ratchet_tck.store.sealed_payloads import SealedPayloadContracts
+from ratchet_tck.store.snooze import SnoozeContracts
 from ratchet_tck.store.times import DatabaseClockContracts, TimePrecisionContracts
 from ratchet_tck.store.transactional import TransactionalEnqueueContracts
 
@@ -102,6 +103,7 @@ class JobStoreSuite(
     PayloadRewriteContracts,
     SealedPayloadContracts,
     JobQueryContracts,
+    SnoozeContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -1,5 +1,6 @@
-"""Outcomes of the MongoDB store: complete, fail, retry, release, mark started, cancel,
-retry a failed job (one, or a batch: ``SupportsBulkRetry``), and late outcomes.
+"""Outcomes of the MongoDB store: complete, fail, retry, release, snooze (``SupportsSnooze``),
+mark started, cancel, retry a failed job (one, or a batch: ``SupportsBulkRetry``), and late
+outcomes.
 
 Contract kept (``ratchet.spi.JobQueue`` and ``ExecutionLog.record_late_outcome``): an
 outcome of a claim is one fenced transition (:meth:`FencedCollections._job_cas`) that
@@ -152,6 +153,25 @@ class OutcomeOperations(KeyReservations):
                 "owner": None,
                 "claimed_at": None,
                 "scheduled_at": now,
+            },
+            ExecutionStatus.RELEASED,
+            message,
+        )
+
+    @unavailable
+    def snooze_job(
+        self, job_id: str, claim_seq: int, *, delay_seconds: float, message: str
+    ) -> bool:
+        """SupportsSnooze: release_claim's transition, due ``delay_seconds`` after the
+        database time of the write."""
+        return self._fenced_outcome(
+            job_id,
+            claim_seq,
+            lambda _job, now: {
+                "status": JobStatus.PENDING.value,
+                "owner": None,
+                "claimed_at": None,
+                "scheduled_at": now + ms(delay_seconds),
             },
             ExecutionStatus.RELEASED,
             message,

@@ -129,6 +129,14 @@ UPDATE ratchet_job
 SET status = 'PENDING', owner = NULL, claimed_at = NULL, updated_at = UTC_TIMESTAMP(6)
 WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
 
+-- name: snooze_job
+-- release_claim, due later: no attempt, last_error and crash_count untouched.
+UPDATE ratchet_job
+SET status = 'PENDING', owner = NULL, claimed_at = NULL,
+    scheduled_at = UTC_TIMESTAMP(6) + INTERVAL %(delay)s MICROSECOND,
+    updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
 -- name: close_execution
 -- Stamped with the very time just written on the job.
 UPDATE ratchet_execution

@@ -299,6 +299,18 @@ WITH job AS (
 ),
 {_close_fenced};
 
+-- name: snooze_job
+-- release_claim, due later: no attempt, last_error and crash_count untouched.
+WITH job AS (
+    UPDATE ratchet_job
+    SET status = 'PENDING', owner = NULL, claimed_at = NULL,
+        scheduled_at = statement_timestamp() + make_interval(secs => %(delay)s::float8),
+        updated_at = statement_timestamp()
+    WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+    RETURNING id, claim_seq
+),
+{_close_fenced};
+
 -- name: cancel_job
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()

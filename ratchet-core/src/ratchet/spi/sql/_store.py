@@ -64,6 +64,7 @@ STATEMENTS = frozenset(
         "fail_job",  # id, claim_seq, error, attempt (1, or 0 for a crash-limit dead letter)
         "schedule_retry",  # id, claim_seq, error, delay
         "release_claim",  # id, claim_seq
+        "snooze_job",  # id, claim_seq, delay (SupportsSnooze)
         "close_execution",  # id, claim_seq, execution_status, message
         "cancel_job",  # id
         "retry_failed_job",  # id
@@ -394,6 +395,17 @@ class SQLJobStore(SQLJobQuery, JobStore):
         return self._fenced_outcome(
             "release_claim",
             {"id": job_id, "claim_seq": claim_seq},
+            status=ExecutionStatus.RELEASED,
+            message=self.encode.message(message),
+        )
+
+    def snooze_job(
+        self, job_id: str, claim_seq: int, *, delay_seconds: float, message: str
+    ) -> bool:
+        """SupportsSnooze: release_claim's write, due at database-now + ``delay_seconds``."""
+        return self._fenced_outcome(
+            "snooze_job",
+            {"id": job_id, "claim_seq": claim_seq, "delay": self.encode.duration(delay_seconds)},
             status=ExecutionStatus.RELEASED,
             message=self.encode.message(message),
         )

@@ -99,6 +99,13 @@ UPDATE ratchet_job
 SET status = 'PENDING', owner = NULL, claimed_at = NULL, updated_at = :now
 WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
 
+-- name: snooze_job
+-- release_claim, due later: no attempt, last_error and crash_count untouched.
+UPDATE ratchet_job
+SET status = 'PENDING', owner = NULL, claimed_at = NULL, scheduled_at = :now + :delay,
+    updated_at = :now
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
 -- name: cancel_job
 UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
 WHERE id = :id AND status = 'PENDING';
