@@ -264,3 +264,30 @@ def test_without_the_capability_a_snooze_counts_an_attempt_and_warns_once(
         assert "NoSnoozeStore" in warnings[0] and "attempt was counted" in warnings[0]
     finally:
         app.close()
+
+
+def test_run_until_idle_waits_for_a_short_snooze_and_a_control_without_waiting(
+    app: Ratchet,
+) -> None:
+    """A snooze due within the timeout is waited for, as a retry is; with
+    ``wait_for_retries=False`` (the negative control, snoozing a minute so that no later
+    claim can pick it up by chance) the job is left PENDING."""
+    runs: list[int] = []
+
+    @app.job(name="nap", max_retries=0)
+    def nap(seconds: float) -> str:
+        runs.append(1)
+        if len(runs) == 1:
+            raise Snooze(seconds)
+        return "rested"
+
+    waited = nap.enqueue(0.3)
+    app.run_until_idle(timeout=BOUND)
+    job = app.get_job(waited)
+    assert job is not None and (job.status, job.result) == (JobStatus.SUCCEEDED, "rested")
+
+    runs.clear()
+    left = nap.enqueue(60)
+    app.run_until_idle(timeout=BOUND, wait_for_retries=False)
+    job = app.get_job(left)
+    assert job is not None and job.status is JobStatus.PENDING, "it did not wait: control"

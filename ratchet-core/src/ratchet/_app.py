@@ -1040,8 +1040,9 @@ class Ratchet:
 
         With ``wait_for_retries`` (the default) it also waits for the retries of the jobs
         it ran that are scheduled within ``timeout`` (all of them when ``timeout`` is
-        None): a job that fails once with a short backoff has succeeded when it returns.
-        A retry due later stays PENDING; ``wait_for_retries=False`` returns as soon as no
+        None): a job that fails once with a short backoff has succeeded when it returns,
+        and so has one that raised ``Snooze`` for a moment. A retry (or snooze) due later
+        stays PENDING; ``wait_for_retries=False`` returns as soon as no
         job is due, leaving every retry pending.
         """
         from ratchet._engine.idle import run_until_idle

@@ -26,10 +26,11 @@ def run_until_idle(
 ) -> int:
     """Run every due job, including retries that come due meanwhile, then return.
 
-    With ``wait_for_retries`` it also waits for the retries of the jobs it ran whose
-    backoff puts them within ``timeout`` (every such retry when ``timeout`` is None), so
-    it returns once no job is due and none of its jobs has such a retry pending; a retry
-    due later than that stays PENDING. Without, it returns as soon as nothing is due.
+    With ``wait_for_retries`` it also waits for the retries (and snoozes, see
+    :class:`ratchet.Snooze`) of the jobs it ran whose backoff puts them within
+    ``timeout`` (every such retry when ``timeout`` is None), so it returns once no job is
+    due and none of its jobs has such a retry pending; a retry due later than that stays
+    PENDING. Without, it returns as soon as nothing is due.
 
     Returns how many jobs were claimed. Raises TimeoutError after ``timeout`` seconds;
     jobs still running then are released back to PENDING.
@@ -38,7 +39,8 @@ def run_until_idle(
     retried: set[str] = set()  # ids of the jobs it ran whose retry may be pending
 
     def note_retry(outcome: Outcome) -> None:
-        if outcome.kind == "retried":
+        # A snooze comes due again like a retry (only it used no attempt).
+        if outcome.kind in ("retried", "snoozed"):
             retried.add(outcome.job_id)  # set.add is atomic: job threads call this
 
     if wait_for_retries:
