@@ -546,7 +546,7 @@ class Ratchet:
         fires never overlap. No fire time is recorded, so the schedule's next instant
         fires as planned. :class:`~ratchet.errors.UnknownRecurringError` when no schedule
         is saved under that id (a decorator's schedule is saved when a worker starts)."""
-        from ratchet._uuid import new_job_id
+        from ratchet._engine.recurring import job_of_schedule
         from ratchet.errors import UnknownRecurringError
 
         found = {definition.id: definition for definition in self.store.list_recurring()}
@@ -558,21 +558,7 @@ class Ratchet:
                 "List them with `ratchet recurring list`; a @app.recurring schedule is "
                 "saved once a worker of the application has started."
             )
-        job = NewJob(
-            id=new_job_id(),
-            name=definition.name,
-            target=definition.target,
-            args_json=definition.args_json,
-            kwargs_json=definition.kwargs_json,
-            priority=definition.priority,
-            max_retries=definition.max_retries,
-            backoff=definition.backoff,
-            backoff_ms=definition.backoff_ms,
-            timeout_seconds=definition.timeout_seconds,
-            business_key=definition.id,
-            tags=definition.tags,
-            recurring_id=definition.id,
-        )
+        job = job_of_schedule(definition, None)
         return self._store_job(self.payloads.fire(definition, job))
 
     def definition(self, func: Callable[..., Any] | str) -> JobDefinition:

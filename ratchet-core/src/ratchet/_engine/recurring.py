@@ -20,13 +20,37 @@ from ratchet._redact import redact
 from ratchet._types import NewJob, RecurringDefinition
 from ratchet._uuid import new_job_id
 
-__all__ = ["FIRE_TIME_PARAM", "RecurringScheduler"]
+__all__ = ["FIRE_TIME_PARAM", "RecurringScheduler", "job_of_schedule"]
 
 log = get_logger("ratchet.recurring")
 
 SCHEDULER_LOCK = "ratchet:recurring-scheduler"
 CLEANUP_ACTION = "recurring-cleanup"
 FIRE_TIME_PARAM = "ratchet.fire_time"
+
+
+def job_of_schedule(definition: RecurringDefinition, fire_time: datetime | None) -> NewJob:
+    """The job one run of ``definition`` stores, under the schedule's business key: for
+    the instant ``fire_time`` (due then, with it in the params), or, with ``None``, due
+    now with no fire time (``app.run_recurring_now``). Not yet sealed for the new job."""
+    at = None if fire_time is None else fire_time.astimezone(UTC)
+    return NewJob(
+        id=new_job_id(),
+        name=definition.name,
+        target=definition.target,
+        args_json=definition.args_json,
+        kwargs_json=definition.kwargs_json,
+        priority=definition.priority,
+        max_retries=definition.max_retries,
+        backoff=definition.backoff,
+        backoff_ms=definition.backoff_ms,
+        timeout_seconds=definition.timeout_seconds,
+        business_key=definition.id,
+        tags=definition.tags,
+        params={} if at is None else {FIRE_TIME_PARAM: at.isoformat()},
+        scheduled_at=at,
+        recurring_id=definition.id,
+    )
 
 
 class RecurringScheduler:
@@ -166,23 +190,7 @@ class RecurringScheduler:
         return schedule.next_after(now)
 
     def _fire(self, definition: RecurringDefinition, fire_time: datetime, now: datetime) -> None:
-        job = NewJob(
-            id=new_job_id(),
-            name=definition.name,
-            target=definition.target,
-            args_json=definition.args_json,
-            kwargs_json=definition.kwargs_json,
-            priority=definition.priority,
-            max_retries=definition.max_retries,
-            backoff=definition.backoff,
-            backoff_ms=definition.backoff_ms,
-            timeout_seconds=definition.timeout_seconds,
-            business_key=definition.id,
-            tags=definition.tags,
-            params={FIRE_TIME_PARAM: fire_time.astimezone(UTC).isoformat()},
-            scheduled_at=fire_time.astimezone(UTC),
-            recurring_id=definition.id,
-        )
+        job = job_of_schedule(definition, fire_time)
         # A sealed template is opened and sealed again for this job (its own binding).
         job = self.context.payloads.fire(definition, job)
         if self.store.enqueue_recurring_fire(job, fire_time=fire_time.astimezone(UTC)):
