@@ -6,6 +6,8 @@ claims under contention still fill their batch. Lock conflicts: ``test_lock_conf
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -113,3 +115,52 @@ def test_a_claim_under_contention_still_fills_its_batch(
     finally:
         other.rollback()
         other.close()
+
+
+def _plans(conn: Any, query: str, params: list[Any]) -> list[tuple[str, str]]:
+    """(access type, key) of each table EXPLAIN shows ``query`` reading."""
+    with conn.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {query}", params)
+        return [(row[3], row[5]) for row in cursor.fetchall()]
+
+
+def test_locking_statements_read_only_the_listed_rows_on_a_small_table(
+    store: MySQLJobStore, mysql_url: str
+) -> None:
+    """Every locking statement keyed by a list of ids reads those rows by primary key,
+    however small the table: a locking scan of an index would lock every row it reads,
+    so a claimer would hold the whole table and the next claimer would skip it all (the
+    contention test above failed that way on a dozen rows). Checked by plan, as the
+    optimizer would choose on a table of twelve jobs."""
+    jobs = [new_job(priority=2) for _ in range(12)]
+    for job in jobs:
+        store.enqueue(job)
+    ids = [job.id for job in jobs[:5]]
+    now = datetime.now(UTC).replace(tzinfo=None)
+    cases = " ".join([sql.RESULT_CASE] * len(ids))
+    results = [value for job_id in ids for value in (job_id, "null")]
+    statements = {
+        "lock_candidates": (
+            sql.statement("lock_candidates", ids=sql.placeholders(5)),
+            [*ids, now],
+        ),
+        "claim_locked": (
+            sql.statement("claim_locked", started=sql.STARTED_ALL, ids=sql.placeholders(5)),
+            ["node", now, now, now, *ids],
+        ),
+        "lock_running": (sql.statement("lock_running", ids=sql.placeholders(5)), ids),
+        "complete_locked": (
+            sql.statement("complete_locked", cases=cases, ids=sql.placeholders(5)),
+            [*results, *results, now, now, *ids],
+        ),
+    }
+    conn = connect(parse_store_url(mysql_url))
+    try:
+        for name, (query, params) in statements.items():
+            assert _plans(conn, query, params) == [("range", "PRIMARY")], name
+        # Negative control: the check notices a statement that reads another way.
+        unhinted = statements["lock_running"][0].replace("FORCE INDEX (PRIMARY)", "")
+        scan = unhinted.replace("ratchet_job", "ratchet_job IGNORE INDEX (PRIMARY)", 1)
+        assert _plans(conn, scan, ids) != [("range", "PRIMARY")]
+    finally:
+        conn.close()

@@ -70,10 +70,13 @@ SELECT {{job_columns}} FROM ratchet_job WHERE active_business_key = %(key)s;
 -- the primary key take record locks only, no gap locks, also under REPEATABLE READ; SKIP
 -- LOCKED passes over the rows another claimer holds right now instead of waiting for them.
 -- claimed_at is still the previous claim's (the decoder uses the claim's own time instead).
+-- FORCE INDEX (PRIMARY), here and in every locking statement keyed by a list of ids: on a
+-- small table the optimizer may prefer scanning an index, and a locking scan locks every
+-- row it reads, so one claimer would hold (and the next one skip) the whole table.
 SELECT id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff,
        backoff_ms, timeout_seconds, crash_count, claim_seq, params_json, business_key,
        idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries
-FROM ratchet_job
+FROM ratchet_job FORCE INDEX (PRIMARY)
 WHERE id IN ({ids}) AND status = 'PENDING' AND scheduled_at <= %s
 FOR UPDATE SKIP LOCKED;
 
@@ -84,7 +87,8 @@ FOR UPDATE SKIP LOCKED;
 -- before claim_seq and says claim_seq + 1 itself: a single-table UPDATE assigns left to
 -- right (later expressions see the new claim_seq), except under MariaDB's
 -- SIMULTANEOUS_ASSIGNMENT mode; this form is right either way.
-UPDATE ratchet_job SET status = 'RUNNING', owner = %s, claimed_at = %s, started_at = %s,
+UPDATE ratchet_job FORCE INDEX (PRIMARY)
+SET status = 'RUNNING', owner = %s, claimed_at = %s, started_at = %s,
     started_seq = {started}, claim_seq = claim_seq + 1, updated_at = %s
 WHERE id IN ({ids}) AND status = 'PENDING';
 
@@ -147,12 +151,13 @@ WHERE job_id = %(id)s AND claim_seq = %(claim_seq)s;
 -- name: lock_running
 -- The first of the three statements of a batch of successes (_complete.py): the batch's
 -- RUNNING rows locked in id order (two overlapping batches cannot deadlock), and the time.
-SELECT id, claim_seq, UTC_TIMESTAMP(6) FROM ratchet_job
+SELECT id, claim_seq, UTC_TIMESTAMP(6) FROM ratchet_job FORCE INDEX (PRIMARY)
 WHERE id IN ({ids}) AND status = 'RUNNING' ORDER BY id FOR UPDATE;
 
 -- name: complete_locked
 -- {cases}: _sql.RESULT_CASE per job; the two %s after them are the time of lock_running.
-UPDATE ratchet_job SET status = 'SUCCEEDED', attempts = attempts + 1,
+UPDATE ratchet_job FORCE INDEX (PRIMARY)
+SET status = 'SUCCEEDED', attempts = attempts + 1,
     result_json = CASE id {cases} END, result_type = CASE id {cases} END, owner = NULL,
     finished_at = %s, updated_at = %s
 WHERE id IN ({ids}) AND status = 'RUNNING';
