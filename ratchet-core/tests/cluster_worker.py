@@ -7,7 +7,8 @@
 Jobs append one line per execution to RECORD_FILE: the independent record the tests
 compare with the store. Each process also appends its lifecycle events there, as
 ``event pid=PID TYPE JOB_ID claim=N [detail]`` lines. ``--guard-off`` switches one safety guard off, for the negative
-controls: ``fence`` completes whatever claim the job holds now; ``heartbeat`` makes orphan
+controls: ``fence`` completes whatever claim the job holds now; ``cancels`` hides the
+store's canceled_among from the worker (it never learns of a cancel); ``heartbeat`` makes orphan
 recovery treat every node as dead; ``start`` makes every claim record its jobs' start,
 including those claimed ahead (so a crash charges them all). ``--metrics`` serves the
 health probes of :mod:`ratchet.metrics` on a free port and records ``metrics pid=PID url=URL``.
@@ -16,6 +17,7 @@ health probes of :mod:`ratchet.metrics` on a free port and records ``metrics pid
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import os
 import signal
@@ -33,7 +35,7 @@ def main() -> None:
     parser.add_argument("record")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--cron", action="store_true")
-    parser.add_argument("--guard-off", choices=["fence", "heartbeat", "start"])
+    parser.add_argument("--guard-off", choices=["fence", "heartbeat", "start", "cancels"])
     parser.add_argument("--slow-fire", type=float, default=0.0)
     parser.add_argument("--metrics", action="store_true", help="serve /healthz on a free port")
     args = parser.parse_args()
@@ -64,6 +66,30 @@ def main() -> None:
     def quick(n: int) -> None:
         time.sleep(0.02)
         record(f"quick {n}")
+
+    @app.job(name="stoppable", max_retries=3)
+    def stoppable(n: int) -> str:
+        """Runs until asked to stop (a cancel), then says so and returns."""
+        record(f"began {n} pid={os.getpid()}")
+        deadline = time.monotonic() + 60
+        while not current_job().cancel_requested:
+            if time.monotonic() > deadline:
+                record(f"never stopped {n}")
+                return "never stopped"
+            time.sleep(0.01)
+        record(f"stopped {n}")
+        return "stopped"  # discarded: the job was canceled
+
+    @app.job(name="stoppable_async", max_retries=3)
+    async def stoppable_async(n: int) -> str:
+        record(f"began {n} pid={os.getpid()}")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            record(f"cancelled {n}")
+            raise
+        record(f"never stopped {n}")
+        return "never stopped"
 
     @app.job(name="poison", max_retries=5)
     def poison() -> None:
@@ -124,6 +150,8 @@ def main() -> None:
             return recover(**kwargs)
 
         store.recover_orphans = recover_ignoring_heartbeats
+    elif args.guard_off == "cancels":
+        store.canceled_among = lambda job_ids: frozenset()
     elif args.guard_off == "start":
         claim = store.claim_due_jobs
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -71,6 +72,23 @@ class Recorder:
     def add(self, event: object) -> None:
         with self._lock:
             self.events.append(event)
+
+
+class Events:
+    """Every lifecycle event delivered to a subscriber (``app.on(Event, events)``), in
+    order; thread-safe."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event: object) -> None:
+        with self._lock:
+            self.seen.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        with self._lock:
+            return [event for event in self.seen if isinstance(event, kind)]
 
 
 @pytest.fixture

@@ -528,3 +528,54 @@ def test_negative_control_a_short_freeze_inside_the_grace_stays_healthy(
     above comes from the fencing, not from the freeze or the probe's wait."""
     c = cluster()
     assert _probe_through_a_freeze(c, store_url, past_the_grace=False) == (200, "heartbeat_fresh")
+
+
+def _cancel_while_running(c: Cluster, store_url: str, name: str) -> tuple[Ratchet, str]:
+    """Start one worker, run one ``name`` job until its body has begun, then cancel it
+    from this process (another application: only the worker's own check of the store can
+    tell it); the app and the job id."""
+    app = client(store_url)
+    app.job(name=name, max_retries=3)(lambda n: None)
+    job_id = app.enqueue(name, 1)
+    c.start("--concurrency", "2")
+    wait_until(lambda: bool(c.lines("began 1")), 30, "the job to begin", c)
+    assert app.get_job(job_id).status is JobStatus.RUNNING  # type: ignore[union-attr]
+    assert app.cancel_job(job_id)
+    assert app.get_job(job_id).status is JobStatus.CANCELED  # type: ignore[union-attr]
+    return app, job_id
+
+
+@pytest.mark.parametrize("name", ["stoppable", "stoppable_async"])
+def test_a_running_job_canceled_from_another_process_stops_and_stays_canceled(
+    cluster: Callable[..., Cluster], store_url: str, name: str
+) -> None:
+    """The worker learns of the cancel from the store within a poll: a sync body sees
+    ``cancel_requested``, an async one is cancelled at its ``await``. What the body
+    returns or raises afterwards is discarded (fenced), it is not retried although it has
+    retries left, and the worker runs the next job."""
+    c = cluster()
+    app, job_id = _cancel_while_running(c, store_url, name)
+    stopped = "stopped 1" if name == "stoppable" else "cancelled 1"
+    wait_until(lambda: bool(c.lines(stopped)), 30, f"{stopped!r}", c)
+    app.enqueue("quick", 2)
+    wait_until(lambda: bool(c.lines("quick 2")), 30, "the next job to run", c)
+    job = app.get_job(job_id)
+    assert job is not None
+    assert (job.status, job.attempts, job.result) == (JobStatus.CANCELED, 0, None), job
+    assert len(c.lines("began 1")) == 1, "a canceled job ran again"
+    assert not c.lines("never stopped")
+
+
+def test_negative_control_a_worker_that_never_checks_for_cancels_runs_on(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """With the worker's check of the store switched off, the same cancel never reaches
+    the body (the job is CANCELED in the store all the same): the stop above is the
+    check's doing, not the body's."""
+    c = cluster(RATCHET_POLL_BURST_SECONDS="0.05")
+    original = c.start
+    c.start = lambda *flags: original(*flags, "--guard-off", "cancels")  # type: ignore[method-assign]
+    app, job_id = _cancel_while_running(c, store_url, "stoppable")
+    time.sleep(1.5)  # thirty check intervals
+    assert not c.lines("stopped 1"), "the body stopped without the worker's check"
+    assert app.get_job(job_id).status is JobStatus.CANCELED  # type: ignore[union-attr]

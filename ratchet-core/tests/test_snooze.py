@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FAST
+from conftest import FAST, Events
 from ratchet import ExecutionStatus, JobResult, JobStatus, Ratchet, Snooze, current_job
 from ratchet._engine.outcomes import OutcomeRecorder, Postpone
 from ratchet.errors import BusinessKeyConflictError, ValueOutOfRangeError
@@ -42,22 +42,6 @@ CALLBACKS: list[JobResult] = []
 
 def remember(result: JobResult) -> None:
     CALLBACKS.append(result)
-
-
-class Events:
-    """Every event delivered (thread-safe)."""
-
-    def __init__(self) -> None:
-        self.seen: list[Event] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, event: Event) -> None:
-        with self._lock:
-            self.seen.append(event)
-
-    def of(self, kind: type[Event]) -> list[Any]:
-        with self._lock:
-            return [event for event in self.seen if isinstance(event, kind)]
 
 
 @pytest.fixture

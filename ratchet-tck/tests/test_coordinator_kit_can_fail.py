@@ -212,6 +212,23 @@ HEARS_ITS_OWN_WATCH = """
         super().watch_jobs(job_ids, seconds)
 """
 
+IGNORES_CANCELS = """
+    def _canceled(self, job_ids):
+        pass  # cancel envelopes are decoded but never handed on
+"""
+
+HEARS_ITS_OWN_CANCEL = """
+    def notify_canceled(self, job_ids):
+        self._canceled(tuple(job_ids))  # tells its own listeners too
+        super().notify_canceled(job_ids)
+"""
+
+CANCEL_LISTENERS_NOT_ISOLATED = """
+    def _canceled(self, job_ids):
+        for listener in list(self._cancel_listeners):
+            listener(job_ids)  # the first that raises stops the rest
+"""
+
 # A worker whose coordinator never wakes it: "none" in both processes.
 NEVER_WAKES = """
     def worker_process(self):
@@ -250,6 +267,9 @@ CATALOGUE = [
     (KEEPS_THE_WATCH, "", "test_a_watched_end_reaches_the_watcher_once"),
     (ANNOUNCES_EVERY_END, "", "test_an_end_nobody_watches_sends_nothing"),
     (HEARS_ITS_OWN_WATCH, "", "test_a_node_does_not_hear_its_own_watch"),
+    (IGNORES_CANCELS, "", "test_a_cancel_reaches_the_other_node"),
+    (HEARS_ITS_OWN_CANCEL, "", "test_a_node_does_not_hear_its_own_cancel"),
+    (CANCEL_LISTENERS_NOT_ISOLATED, "", "test_a_raising_cancel_listener_does_not_stop_the_others"),
     pytest.param(
         UNCHANGED,
         NEVER_WAKES,

@@ -237,6 +237,24 @@ CATALOGUE = [
     ("SnoozeClearsErrorStore", "test_a_snooze_charges_nothing_and_keeps_the_key"),
     ("SnoozeIgnoresDelayStore", "test_a_snoozed_job_is_due_after_the_delay_on_the_database_clock"),
     ("SnoozeClosesFailedStore", "test_a_snooze_charges_nothing_and_keeps_the_key"),
+    # canceling running jobs (SupportsRunningCancel)
+    ("UnfencedRunningCancelStore", "test_a_stale_or_finished_claim_cannot_be_canceled_running"),
+    ("RunningCancelKeepsRunningStore", "test_no_outcome_of_a_canceled_claim_is_recorded"),
+    ("RunningCancelKeepsRunningStore", "test_a_running_cancel_ends_the_claim_as_canceled"),
+    ("OutcomeOverridesRunningCancelStore", "test_no_outcome_of_a_canceled_claim_is_recorded"),
+    (
+        "OutcomeOverridesRunningCancelStore",
+        "test_a_running_cancel_racing_an_outcome_has_one_winner",
+    ),
+    ("RunningCancelLeavesExecutionOpenStore", "test_a_running_cancel_ends_the_claim_as_canceled"),
+    ("RunningCancelKeepsKeyStore", "test_a_running_cancel_releases_the_business_key"),
+    (
+        "CheckThenWriteRunningCancelStore",
+        "test_a_running_cancel_racing_an_outcome_has_one_winner",
+    ),
+    ("CanceledAmongEchoesIdsStore", "test_canceled_among_names_exactly_the_canceled_jobs"),
+    ("CanceledAmongAnyStatusStore", "test_canceled_among_names_exactly_the_canceled_jobs"),
+    ("CanceledAmongFirstThousandStore", "test_canceled_among_reads_every_id_of_a_long_list"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -314,6 +332,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_queue_stores
     import broken_retry_stores
     import broken_rewrite_stores
+    import broken_running_cancel_stores
     import broken_snooze_stores
     import broken_stores
 
@@ -333,6 +352,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_rewrite_stores,
             broken_query_stores,
             broken_snooze_stores,
+            broken_running_cancel_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

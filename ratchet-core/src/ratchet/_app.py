@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
+from ratchet._engine.cancels import cancel_in_store
 from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._environment import warn_about_unknown_variables
 from ratchet._event_bus import Subscription
@@ -66,6 +67,7 @@ from ratchet.spi import (
     SupportsArchiveAccess,
     SupportsAsyncEnqueue,
     SupportsBulkRetry,
+    SupportsCancelHints,
     SupportsCompletionHints,
     SupportsJobLogs,
     SupportsTransactionalEnqueue,
@@ -198,6 +200,8 @@ class Ratchet:
         if isinstance(coordinator, SupportsCompletionHints):  # wait_for hears of remote ends
             self.observers.job_ended = coordinator.notify_job_ended
             coordinator.register_end_listener(self._on_job_end_hint)
+        if isinstance(coordinator, SupportsCancelHints):  # running jobs canceled elsewhere
+            coordinator.register_cancel_listener(lambda _ids: self._wakeups.check_cancels())
         self._call_application_hooks()
 
     def _encryption(self, given: Encryption | str | None) -> Encryption | None:
@@ -879,8 +883,23 @@ class Ratchet:
         return retried
 
     def cancel_job(self, job_id: str) -> bool:
-        """PENDING → CANCELED; ``False`` for any other state."""
-        canceled = self.store.cancel_job(job_id)
+        """Cancel a PENDING or RUNNING job; ``False`` for a finished or unknown one.
+
+        PENDING → CANCELED: it never runs. RUNNING → CANCELED, on a store with
+        :class:`~ratchet.spi.SupportsRunningCancel` (every first-party store): the job is
+        CANCELED when this returns, its attempt's outcome will be discarded (fenced like
+        a stale claim's) and it is not retried; the node running it is told within one
+        poll interval (at once when it is this process): an ``async def`` body is
+        cancelled at its next ``await``, a synchronous one sees
+        ``current_job().cancel_requested`` turn true and should return. On another store
+        a RUNNING job answers ``False``.
+        """
+        canceled_from = cancel_in_store(self.store, job_id)
+        if canceled_from is JobStatus.RUNNING:
+            self._wakeups.cancel(job_id)  # this process's workers stop it at once
+            if isinstance(self.coordinator, SupportsCancelHints):
+                self.coordinator.notify_canceled([job_id])  # and the others' soon
+        canceled = canceled_from is not None
         if canceled and self.observers.events.wants(JobCanceled):
             job = self.store.get_job(job_id)
             self.observers.events.emit(

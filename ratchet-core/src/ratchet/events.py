@@ -150,7 +150,8 @@ class JobDeadLettered(JobEvent):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JobCanceled(JobEvent):
-    """A pending job was canceled by this process (``app.cancel_job``)."""
+    """A job was canceled by this process (``app.cancel_job``): a pending one, or one
+    that was running (its node stops it and discards its outcome)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

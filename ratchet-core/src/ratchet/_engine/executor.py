@@ -250,6 +250,23 @@ class JobExecutor:
         with self._changed:
             self._changed.wait(timeout)
 
+    def cancel_job(self, job_id: str) -> None:
+        """Cancel the ``async def`` attempts of ``job_id`` on the event loop (at their next
+        ``await``); a thread cannot be stopped (see :mod:`ratchet._engine.cancels`)."""
+        with self._changed:
+            futures = [
+                future
+                for key, (_, future) in self._in_flight.items()
+                if key[0] == job_id and key in self._on_loop and future is not None
+            ]
+        for future in futures:
+            future.cancel()
+
+    def in_flight_ids(self) -> list[str]:
+        """The ids of the jobs running now."""
+        with self._changed:
+            return [job_id for job_id, _ in self._in_flight]
+
     def cancel_running(self) -> None:
         """Interrupt what can be interrupted: async jobs are cancelled; threads cannot be."""
         with self._changed:

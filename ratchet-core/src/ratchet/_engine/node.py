@@ -33,6 +33,14 @@ class Wakeable(Protocol):
 
     def wake(self, *, schedules_changed: bool = False) -> None: ...
 
+    def cancel_local(self, job_id: str) -> None:
+        """``job_id`` was canceled: stop it if it runs (or waits to run) here."""
+        ...
+
+    def check_cancels(self) -> None:
+        """Jobs were canceled elsewhere: check the store for those held here, soon."""
+        ...
+
 
 class LocalWakeups:
     """The running workers of this process, woken by local enqueues, coordinator hints,
@@ -61,6 +69,23 @@ class LocalWakeups:
             workers = list(self._workers)
         for worker in workers:
             worker.wake(schedules_changed=schedules_changed)
+
+    def cancel(self, job_id: str) -> None:
+        """A job was canceled in this process: its workers stop it now if they hold it,
+        without waiting for their next check of the store."""
+        with self._lock:
+            workers = list(self._workers)
+        for worker in workers:
+            worker.cancel_local(job_id)
+
+    def check_cancels(self) -> None:
+        """Another node announced a cancel (a coordinator hint): this process's workers
+        check the store now for canceled jobs among those they hold. Only the store's
+        answer stops a job, so a hint cannot."""
+        with self._lock:
+            workers = list(self._workers)
+        for worker in workers:
+            worker.check_cancels()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -464,24 +464,44 @@ class OutcomeRecorder:
     def _stale(
         self, job: ClaimedJob, *, succeeded: bool, message: str, outcome: str = "succeeded"
     ) -> None:
-        log.warning(
-            "Job %s (%s): the claim %d is no longer current (the job was recovered or "
-            "released), so this worker's outcome was not recorded.",
-            job.id,
-            job.name,
-            job.claim_seq,
-            extra=_fields(job, "outcome_rejected"),
-        )
-        try:
-            self.store.record_late_outcome(
-                job.id, job.claim_seq, succeeded=succeeded, message=message
+        if self._canceled(job.id):
+            # The cancel closed the execution record ("canceled while running"): that is
+            # what the record keeps, not what the stopped body did afterwards.
+            log.info(
+                "Job %s (%s) was canceled while it ran, so its outcome (%s) was discarded.",
+                job.id,
+                job.name,
+                outcome,
+                extra=_fields(job, "outcome_rejected"),
             )
-        except Exception:
-            log.debug("Could not record the late outcome of job %s.", job.id, exc_info=True)
+        else:
+            log.warning(
+                "Job %s (%s): the claim %d is no longer current (the job was recovered or "
+                "released), so this worker's outcome was not recorded.",
+                job.id,
+                job.name,
+                job.claim_seq,
+                extra=_fields(job, "outcome_rejected"),
+            )
+            try:
+                self.store.record_late_outcome(
+                    job.id, job.claim_seq, succeeded=succeeded, message=message
+                )
+            except Exception:
+                log.debug("Could not record the late outcome of job %s.", job.id, exc_info=True)
         if self.on_stale is not None:
             self.on_stale(job)
         if self.lifecycle is not None:
             self.lifecycle.rejected(job, outcome)
+
+    def _canceled(self, job_id: str) -> bool:
+        """Whether the job of a stale outcome was canceled (while it ran: a cancel of a
+        running job is what ended the claim), as opposed to recovered or released."""
+        try:
+            job = self.store.get_job(job_id)
+        except Exception:  # the store is away: report it as a lost claim
+            return False
+        return job is not None and job.status is JobStatus.CANCELED
 
     def _dead_letter_unrecordable(
         self, job: ClaimedJob, exc: BaseException, duration: float = 0.0

@@ -74,6 +74,19 @@ class ReadyQueue:
         with self._lock:
             return self._jobs.popleft() if self._jobs else None
 
+    def ids(self) -> list[str]:
+        """The ids of the waiting jobs."""
+        with self._lock:
+            return [job.id for job in self._jobs]
+
+    def remove(self, job_id: str) -> bool:
+        """Drop the waiting job ``job_id`` (canceled meanwhile); whether it waited here."""
+        with self._lock:
+            kept = [job for job in self._jobs if job.id != job_id]
+            removed = len(kept) != len(self._jobs)
+            self._jobs = collections.deque(kept)
+            return removed
+
     def drain(self) -> list[ClaimedJob]:
         """Remove and return every waiting job (to release them)."""
         with self._lock:

@@ -25,6 +25,7 @@ from typing import Any
 from ratchet import _context
 from ratchet._codec import encode_result
 from ratchet._context import JobContext
+from ratchet._engine.cancels import RunningAttempts
 from ratchet._engine.failure_text import describe_failure
 from ratchet._engine.job_logs import JobLogWriter
 from ratchet._engine.lifecycle import Lifecycle
@@ -115,6 +116,9 @@ class JobRunner:
         self.observers = observers
         self.job_logs = job_logs
         self.payloads = payloads or Payloads()
+        self.attempts = RunningAttempts()
+        """The attempts whose body runs now, so a cancel reaches them
+        (:mod:`ratchet._engine.cancels`)."""
 
     # -- running -------------------------------------------------------------------------
 
@@ -203,6 +207,7 @@ class JobRunner:
         kwargs: dict[str, Any],
     ) -> Any:
         token = _context._set(context)
+        self.attempts.add(context)
         try:
             observers = self.observers
             if observers is not None and observers.execution_middleware:
@@ -210,6 +215,7 @@ class JobRunner:
                     return func(*args, **kwargs)
             return func(*args, **kwargs)
         finally:
+            self.attempts.discard(context)
             _context._reset(token)
 
     async def _call_async(
@@ -217,6 +223,7 @@ class JobRunner:
     ) -> Any:
         context = self._context(job, on_event_loop=True)
         token = _context._set(context)
+        self.attempts.add(context)
         try:
             observers = self.observers
             if observers is not None and observers.execution_middleware:
@@ -224,6 +231,7 @@ class JobRunner:
                     return await self._awaited(job, func(*args, **kwargs))
             return await self._awaited(job, func(*args, **kwargs))
         finally:
+            self.attempts.discard(context)
             _context._reset(token)
 
     @staticmethod

@@ -1,17 +1,18 @@
-"""A worker: the poller, heartbeat, maintenance and recurring threads around one executor.
+"""A worker: the poller, heartbeat, maintenance, recurring and cancel-check threads around
+one executor.
 
 This module is the lifecycle and the claiming; the loops of the other threads live with
 what they do (:mod:`~ratchet._engine.heartbeat`, :mod:`~ratchet._engine.maintenance`,
-:mod:`~ratchet._engine.recurring`), and outcomes are written by the
+:mod:`~ratchet._engine.recurring`, :mod:`~ratchet._engine.cancels`), and outcomes are written by the
 :class:`~ratchet._engine.outcomes.OutcomeRecorder`.
 
 Lifecycle: :meth:`Worker.start` registers the node, takes back this node's own claims
 left by a previous run, then starts the threads. :meth:`Worker.stop` drains in order:
 stop claiming; stop the poller and maintenance; wait for running jobs up to the
 timeout; release the claims still running back to PENDING with no charge; interrupt
-what still runs; stop the heartbeat; release resources. A background thread that dies of
-anything but a store failure stops the worker the same way (see
-:mod:`ratchet._engine.threads`).
+what still runs; stop the heartbeat and the cancel checks; release resources. A
+background thread that dies of anything but a store failure stops the worker the same
+way (see :mod:`ratchet._engine.threads`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 from ratchet._config import check_option
 from ratchet._engine.callbacks import Callbacks
+from ratchet._engine.cancels import CancelWatch
 from ratchet._engine.executor import JobExecutor
 from ratchet._engine.heartbeat import Heartbeat
 from ratchet._engine.job_logs import open_writer
@@ -47,6 +49,10 @@ from ratchet.spi import JobStore, SupportsBatchCompletion
 __all__ = ["Worker", "WorkerStats"]
 
 log = get_logger("ratchet.worker")
+
+# Threads a drain stops only once the running jobs are done or released (step 6): the
+# heartbeat keeps the claims alive, the cancel checks can still stop a job.
+_LAST_TO_STOP = ("ratchet-heartbeat", "ratchet-cancels")
 
 
 @dataclass
@@ -124,6 +130,12 @@ class Worker:
             ),
             payloads=context.payloads,
         )
+        self.cancels = CancelWatch(
+            context.store,
+            held=lambda: [*self.executor.in_flight_ids(), *self.ready.ids()],
+            cancel=self.cancel_local,
+            interval=options.poll_burst_seconds,
+        )
         self.ready = ReadyQueue(
             concurrency=self.concurrency,
             prefetch_seconds=options.prefetch_seconds,
@@ -145,6 +157,8 @@ class Worker:
         )
         self._claiming = threading.Event()
         self._stop_timers = threading.Event()
+        # The cancel checks go on while the drain waits for running jobs (step 3).
+        self._stop_cancels = threading.Event()
         self._threads: list[threading.Thread] = []
         self._last_poll_full = False
         self.found_nothing_due = threading.Event()
@@ -207,6 +221,8 @@ class Worker:
                     self._stop_timers, self._recurring_wake, on_store_error=self._store_error
                 ),
             )
+            if CancelWatch.supported(self.store):
+                self._spawn("ratchet-cancels", lambda: self.cancels.run(self._stop_cancels))
         self.context.wakeups.attach(self)
         log.info(
             "Ratchet worker %s started on %s with concurrency %d.",
@@ -266,7 +282,7 @@ class Worker:
         self._wake.set()
         self._recurring_wake.set()
         for thread in self._threads:
-            if thread.name != "ratchet-heartbeat":
+            if thread.name not in _LAST_TO_STOP:
                 thread.join()
         # With the poller stopped (a claim in flight has returned), give back the jobs
         # claimed ahead that never started.
@@ -285,7 +301,9 @@ class Worker:
                 released,
             )
             self.executor.cancel_running()  # 5. interrupt what can be interrupted
-        self.heartbeat.stop()  # 6. stop the heartbeat
+        self.heartbeat.stop()  # 6. stop the heartbeat and the cancel checks
+        self._stop_cancels.set()
+        self.cancels.nudge()
         for thread in self._threads:
             thread.join()
         try:  # leave the node list; a job still running is recovered after the grace
@@ -351,6 +369,26 @@ class Worker:
             self._recurring_wake.set()
 
     # -- claiming ------------------------------------------------------------------------
+
+    def cancel_local(self, job_id: str) -> None:
+        """``job_id`` was canceled (its claim is over in the store): drop it if it waits
+        for a slot here, and ask its running attempt to stop (see
+        :mod:`ratchet._engine.cancels`)."""
+        waiting = self.ready.remove(job_id)
+        running = self.runner.attempts.request_cancel(job_id)
+        self.executor.cancel_job(job_id)
+        if waiting or running:
+            log.info(
+                "Job %s was canceled %s; %s.",
+                job_id,
+                "while it ran" if running else "before it started",
+                "it was asked to stop" if running else "it will not start",
+                extra={"event": "job_canceled", "node_id": self.node_id, "job_id": job_id},
+            )
+
+    def check_cancels(self) -> None:
+        """Check the store for canceled jobs now (on the ``ratchet-cancels`` thread)."""
+        self.cancels.nudge()
 
     def claim_once(self) -> list[ClaimedJob]:
         """Claim due jobs for the free slots, plus what short jobs may claim ahead (see

@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("show", c.cmd_jobs_show, "show one job and its attempts"),
         ("logs", c.cmd_jobs_logs, "show what one job logged, by attempt, and its progress"),
         ("retry", c.cmd_jobs_retry, "FAILED → PENDING with attempts reset"),
-        ("cancel", c.cmd_jobs_cancel, "PENDING → CANCELED"),
+        ("cancel", c.cmd_jobs_cancel, "PENDING or RUNNING → CANCELED"),
     ):
         action = jobs_sub.add_parser(name, help=text)
         _store_options(action)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ratchet._app import DEFAULT_STORE_URL, Ratchet, archive_access, job_log_store
 from ratchet._config import RatchetOptions
+from ratchet._engine.cancels import cancel_in_store
 from ratchet._imports import resolve_reference
 from ratchet._job_logs import JobLogs
 from ratchet._jobs import normalize_tag
@@ -28,6 +29,7 @@ from ratchet.spi import (
     DefaultNodeIdentityProvider,
     JobStore,
     SupportsArchiveAccess,
+    SupportsRunningCancel,
     SupportsSchema,
 )
 
@@ -277,10 +279,18 @@ def cmd_jobs_retry(args: argparse.Namespace) -> int:
 
 def cmd_jobs_cancel(args: argparse.Namespace) -> int:
     store = open_store(args, writes=True)
-    if store.cancel_job(args.job_id):
+    canceled_from = cancel_in_store(store, args.job_id)
+    if canceled_from is JobStatus.RUNNING:
+        _output.echo(
+            f"Job {args.job_id} canceled while running; the node running it asks it to stop "
+            "within one poll interval, and discards its outcome."
+        )
+        return 0
+    if canceled_from is not None:
         _output.echo(f"Job {args.job_id} canceled.")
         return 0
-    return _not_in_state(store, args.job_id, "PENDING", "canceled")
+    needed = "PENDING or RUNNING" if isinstance(store, SupportsRunningCancel) else "PENDING"
+    return _not_in_state(store, args.job_id, needed, "canceled")
 
 
 def _not_in_state(store: JobStore, job_id: str, needed: str, verb: str) -> int:

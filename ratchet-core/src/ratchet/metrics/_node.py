@@ -5,16 +5,17 @@ tag), so its cardinality is the number of job names. What each counts, and where
 events it is built from fall short:
 
 * ``ratchet_job_attempts_total{job,outcome}``: ``succeeded``, ``retried`` (a failed
-  attempt that runs again) and ``dead_lettered`` (the job moved to the dead-letter queue:
-  retries exhausted, :class:`~ratchet.DoNotRetry`, an unrecordable outcome, or the crash
-  limit of orphan recovery) from this node's outcomes; ``stale`` an outcome this node
-  could not record because its claim had been recovered or released; ``canceled`` a
-  pending job this process canceled. ``crashed`` counts the claims this node's orphan
-  scans took back from silent nodes (its own previous run included) and returned to the
-  queue, with ``job=""``: :class:`~ratchet.events.OrphansRecovered` carries counts, not
-  job names. It also counts the jobs a dead node had only claimed ahead, which never
-  started (they return uncharged); a job at the crash limit is not reset and counts as
-  ``dead_lettered`` under its name instead.
+  attempt that runs again) and ``dead_lettered`` (the job moved to the dead-letter
+  queue: retries exhausted, :class:`~ratchet.DoNotRetry`, an unrecordable outcome, or
+  the crash limit of orphan recovery) from this node's outcomes; ``stale`` an outcome
+  this node could not record because its claim had been recovered, released or canceled;
+  ``canceled`` a job this process canceled (pending, or while it ran). ``crashed``
+  counts the claims this node's orphan scans took back from silent nodes (its own
+  previous run included) and returned to the queue, with ``job=""``:
+  :class:`~ratchet.events.OrphansRecovered` carries counts, not job names. It also
+  counts the jobs a dead node had only claimed ahead, which never started (they return
+  uncharged); a job at the crash limit is not reset and counts as ``dead_lettered``
+  under its name instead.
 * ``ratchet_jobs_running{job}``: attempts started on this node whose outcome event has
   not arrived. Kept per job id, so an attempt whose outcome was never recorded (the store
   stayed unreachable) is forgotten when the job starts here again.

@@ -13,8 +13,10 @@ Wire envelope (version 2, JSON text)::
 
 Completion hints (:class:`~ratchet.spi.SupportsCompletionHints`) ride the same envelope
 with one more field: ``"watch": [job ids], "ttl": seconds`` (a waiter asks to hear of
-those jobs' ends) or ``"ended": [job ids]`` (a node announces them). They keep ``node``
-and ``prio`` (0), so a node that predates them takes one for a wakeup and merely polls.
+those jobs' ends) or ``"ended": [job ids]`` (a node announces them). Cancel hints
+(:class:`~ratchet.spi.SupportsCancelHints`) are ``"canceled": [job ids]``. They keep
+``node`` and ``prio`` (0), so a node that predates them takes one for a wakeup and merely
+polls.
 """
 
 from __future__ import annotations
@@ -127,8 +129,15 @@ class _Ended:
     job_ids: tuple[str, ...]
 
 
-def _decode_message(payload: object) -> WakeupHint | _Watch | _Ended:
-    """A wakeup hint, a watch or an end; raises EnvelopeError for anything else."""
+@dataclass(frozen=True, slots=True)
+class _Canceled:
+    source_node: str
+    job_ids: tuple[str, ...]
+
+
+def _decode_message(payload: object) -> WakeupHint | _Watch | _Ended | _Canceled:
+    """A wakeup hint, a watch, an end or a cancel; raises EnvelopeError for anything
+    else."""
     hint, data = _decode(payload)
     if "watch" in data:
         seconds = data.get("ttl")
@@ -137,6 +146,8 @@ def _decode_message(payload: object) -> WakeupHint | _Watch | _Ended:
         return _Watch(hint.source_node, _job_ids(data, "watch"), float(seconds))
     if "ended" in data:
         return _Ended(hint.source_node, _job_ids(data, "ended"))
+    if "canceled" in data:
+        return _Canceled(hint.source_node, _job_ids(data, "canceled"))
     return hint
 
 
@@ -176,7 +187,8 @@ def _decode(payload: object) -> tuple[WakeupHint, dict[str, Any]]:
 
 class BroadcastClusterCoordinator(ClusterCoordinator):
     """Envelope, self-suppression, listeners, buffering and counters over any transport;
-    completion hints (:class:`~ratchet.spi.SupportsCompletionHints`) too."""
+    completion hints (:class:`~ratchet.spi.SupportsCompletionHints`) and cancel hints
+    (:class:`~ratchet.spi.SupportsCancelHints`) too."""
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
@@ -188,6 +200,7 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
         # Job ids other nodes wait for -> when their watch expires (monotonic seconds).
         self._watched: dict[str, float] = {}
         self._end_listeners: list[Callable[[str], None]] = []
+        self._cancel_listeners: list[Callable[[Sequence[str]], None]] = []
 
     # -- transport, supplied by subclasses -----------------------------------------------
 
@@ -262,6 +275,26 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
                     self._count("listener_failures")
                     log.exception("A job-end listener raised; the other listeners still run.")
 
+    # -- cancel hints --------------------------------------------------------------------
+
+    def notify_canceled(self, job_ids: Sequence[str]) -> None:
+        if job_ids:
+            self._send(_encode_completion(self.node_id, canceled=list(job_ids)))
+
+    def register_cancel_listener(self, listener: Callable[[Sequence[str]], None]) -> None:
+        with self._lock:
+            self._cancel_listeners.append(listener)
+
+    def _canceled(self, job_ids: tuple[str, ...]) -> None:
+        with self._lock:
+            listeners = list(self._cancel_listeners)
+        for listener in listeners:
+            try:
+                listener(job_ids)
+            except Exception:
+                self._count("listener_failures")
+                log.exception("A cancel listener raised; the other listeners still run.")
+
     def register_wakeup_listener(self, listener: Callable[[WakeupHint], None]) -> None:
         with self._lock:
             self._listeners.append(listener)
@@ -318,6 +351,9 @@ class BroadcastClusterCoordinator(ClusterCoordinator):
             return
         if isinstance(message, _Ended):
             self._ended(message.job_ids)
+            return
+        if isinstance(message, _Canceled):
+            self._canceled(message.job_ids)
             return
         hint = message
         with self._lock:

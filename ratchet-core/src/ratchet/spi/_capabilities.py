@@ -30,6 +30,7 @@ __all__ = [
     "SupportsJobQuery",
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
+    "SupportsRunningCancel",
     "SupportsSchema",
     "SupportsSnooze",
     "SupportsTestReset",
@@ -283,6 +284,42 @@ class SupportsSnooze(Protocol):
         :meth:`~ratchet.spi.JobQueue.complete_job`). The next claim of the job takes
         ``claim_seq + 1`` as any claim does.
         """
+        ...
+
+
+@runtime_checkable
+class SupportsRunningCancel(Protocol):
+    """A store that cancels a job while it runs (``app.cancel_job`` on a RUNNING job, and
+    the worker's check of its running jobs); without it only a PENDING job can be
+    canceled, and ``app.cancel_job`` answers ``False`` for a RUNNING one.
+
+    The cancel is the store's write, not the node's: the job is CANCELED the moment it
+    commits, every later outcome of the canceled claim is refused as for a stale claim,
+    and the node running the body learns of it through :meth:`canceled_among` (and a
+    coordinator hint where one is active) and asks the body to stop.
+    """
+
+    def cancel_running_job(self, job_id: str, claim_seq: int, *, message: str) -> bool:
+        """RUNNING with this ``claim_seq`` → CANCELED, atomically: ``finished_at`` and
+        ``updated_at`` database-now, owner cleared, business key released, and the
+        execution record of this claim closed as FAILED with ``message`` (the attempt
+        did not succeed; the job's own status says why). ``attempts`` and ``crash_count``
+        are unchanged.
+
+        Afterwards the claim is over: ``complete_job``, ``fail_job``, ``schedule_retry``,
+        ``release_claim``, ``snooze_job`` and ``mark_started`` of that ``claim_seq``
+        answer ``False`` and change nothing, and neither orphan recovery nor a drain of
+        the node's claims touches the job. Returns ``False`` and changes nothing when the
+        job is not RUNNING with exactly this ``claim_seq`` (a claim that ended or moved
+        on meanwhile: read the job again and decide anew). Two cancels racing each other
+        or an outcome: exactly one write wins.
+        """
+        ...
+
+    def canceled_among(self, job_ids: Sequence[str]) -> frozenset[str]:
+        """Those of ``job_ids`` whose job is CANCELED now; ids of unknown or archived
+        jobs are left out. A read, however many ids (the store chunks long lists); no
+        ids, no read."""
         ...
 
 

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 __all__ = [
     "ClusterCoordinator",
     "NoOpClusterCoordinator",
+    "SupportsCancelHints",
     "SupportsCompletionHints",
     "WakeupHint",
 ]
@@ -101,4 +102,27 @@ class SupportsCompletionHints(Protocol):
     def register_end_listener(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(job_id)`` for every end another node announces. One listener
         raising must not stop the others."""
+        ...
+
+
+@runtime_checkable
+class SupportsCancelHints(Protocol):
+    """A coordinator that tells the other nodes at once that jobs were canceled while
+    they ran, so the node running one stops it now rather than at its next check of the
+    store (within a poll interval).
+
+    Only a hint, like a wakeup: the receiving node asks the store which of the jobs it
+    holds are canceled before it stops anything, so a lost, late, repeated or forged
+    message changes nothing but timing. :class:`BroadcastClusterCoordinator` implements
+    it for every transport it carries.
+    """
+
+    def notify_canceled(self, job_ids: Sequence[str]) -> None:
+        """This node canceled these running jobs: tell every other node. Must never
+        raise."""
+        ...
+
+    def register_cancel_listener(self, listener: Callable[[Sequence[str]], None]) -> None:
+        """Call ``listener(job_ids)`` for every cancel another node announces. One
+        listener raising must not stop the others."""
         ...

@@ -17,8 +17,9 @@ fixture returning a :class:`CoordinatorHarness` for their transport::
 Coordinators must expose ``metrics() -> ratchet.spi.CoordinatorMetrics`` (the
 :class:`ratchet.spi.BroadcastClusterCoordinator` base does). The contracts follow the
 original Ratchet coordinator kit (17 required, 2 optional) and add one end to end (a hint
-wakes an idle worker in another OS process) and the optional completion hints
-(``SupportsCompletionHints``, which ``Ratchet.wait_for`` uses).
+wakes an idle worker in another OS process), the optional completion hints
+(``SupportsCompletionHints``, which ``Ratchet.wait_for`` uses) and the optional cancel
+hints (``SupportsCancelHints``, which stop a job canceled on another node at once).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ratchet_tck.coordinator._base import (
     wait_until_processed,
 )
 from ratchet_tck.coordinator.buffer import MAX_BUFFERED, BufferContracts
+from ratchet_tck.coordinator.cancels import CancelHintContracts
 from ratchet_tck.coordinator.completion import CompletionContracts
 from ratchet_tck.coordinator.delivery import DeliveryContracts, EnvelopeContracts
 from ratchet_tck.coordinator.lifecycle import (
@@ -75,5 +77,6 @@ class ClusterCoordinatorSuite(
     WakeupContracts,
     BufferContracts,
     CompletionContracts,
+    CancelHintContracts,
 ):
     """Every coordinator contract, CORE to ADVANCED."""

@@ -50,6 +50,7 @@ from ratchet_tck.store.processes import LoadContracts
 from ratchet_tck.store.races import RaceContracts
 from ratchet_tck.store.reconnect import ReconnectContracts
 from ratchet_tck.store.retention import ArchiveContracts, RecurringContracts
+from ratchet_tck.store.running_cancel import RunningCancelContracts
 from ratchet_tck.store.schema import SchemaContracts
 from ratchet_tck.store.sealed_payloads import SealedPayloadContracts
 from ratchet_tck.store.snooze import SnoozeContracts
@@ -104,6 +105,7 @@ class JobStoreSuite(
     SealedPayloadContracts,
     JobQueryContracts,
     SnoozeContracts,
+    RunningCancelContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -1,12 +1,14 @@
 """Outcomes of the MongoDB store: complete, fail, retry, release, snooze (``SupportsSnooze``),
-mark started, cancel, retry a failed job (one, or a batch: ``SupportsBulkRetry``), and late
-outcomes.
+mark started, cancel (a PENDING job, or a RUNNING claim: ``SupportsRunningCancel``), retry
+a failed job (one, or a batch: ``SupportsBulkRetry``), and late outcomes.
 
 Contract kept (``ratchet.spi.JobQueue`` and ``ExecutionLog.record_late_outcome``): an
 outcome of a claim is one fenced transition (:meth:`FencedCollections._job_cas`) that
 applies only while the job is RUNNING under exactly that ``claim_seq``; otherwise it
 changes nothing and returns ``False``, so a worker that lost its claim never overwrites
-the new owner's outcome. The winner then closes the claim's execution record. A late
+the new owner's outcome. The winner then closes the claim's execution record. A cancel
+of a running claim is such an outcome too, so it and the claim's own outcome (or a second
+cancel, or an orphan reset) compete for the same version and exactly one wins. A late
 outcome touches the execution record only, never the job. A bulk retry goes job by job
 through the fenced single retry (the store uses no multi-document transaction), so each
 job is moved wholly or not at all and a concurrent retry of the same job has one winner.
@@ -188,6 +190,24 @@ class OutcomeOperations(KeyReservations):
     @unavailable
     def cancel_job(self, job_id: str) -> bool:
         return self._cancel(job_id)
+
+    @unavailable
+    def cancel_running_job(self, job_id: str, claim_seq: int, *, message: str) -> bool:
+        """SupportsRunningCancel: a fenced outcome to CANCELED (``attempts`` and
+        ``crash_count`` unchanged), the claim's execution record closed FAILED with
+        ``message``. Leaving RUNNING frees the business key, as for ``cancel_job``: its
+        holder is read from the job's status."""
+        return self._fenced_outcome(
+            job_id,
+            claim_seq,
+            lambda _job, now: {
+                "status": JobStatus.CANCELED.value,
+                "owner": None,
+                "finished_at": now,
+            },
+            ExecutionStatus.FAILED,
+            message,
+        )
 
     @unavailable
     def retry_failed_job(self, job_id: str) -> bool:

@@ -1,4 +1,5 @@
-"""Reads of the MongoDB store: jobs, counts, queue ages, key look-ups and execution records.
+"""Reads of the MongoDB store: jobs, counts, queue ages, key look-ups, execution records,
+and which of a node's running jobs were canceled (``SupportsRunningCancel``).
 
 Contract kept (``ratchet.spi.JobQueue`` reads and ``ExecutionLog.list_executions``): every
 method only reads, so each is retried once after a lost connection (``idempotent``); a
@@ -10,6 +11,8 @@ exactly, as stored.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pymongo import ASCENDING, DESCENDING
 
 from ratchet.spi import Execution, Job, JobPriority, JobStatus
@@ -18,7 +21,11 @@ from ratchet_store_mongodb._keys import ACTIVE
 from ratchet_store_mongodb._reconnect import idempotent
 from ratchet_store_mongodb._rows import aware, execution_from_doc, job_from_doc
 
-__all__ = ["ReadOperations"]
+__all__ = ["ID_CHUNK", "ReadOperations"]
+
+#: At most this many ids go into one ``$in`` filter: a long list becomes several reads,
+#: each well inside the server's 16 MiB command limit.
+ID_CHUNK = 1000
 
 
 class ReadOperations(FencedCollections):
@@ -130,6 +137,23 @@ class ReadOperations(FencedCollections):
             is not None
             for priority in sorted(JobPriority, reverse=True)
         )
+
+    @unavailable
+    @idempotent
+    def canceled_among(self, job_ids: Sequence[str]) -> frozenset[str]:
+        """SupportsRunningCancel: one read of the ``_id`` index per :data:`ID_CHUNK` ids,
+        projecting ids only; no ids, no read. Archived jobs are in another collection, so
+        they are left out."""
+        self._check_open()
+        ids = list(dict.fromkeys(job_ids))
+        canceled: set[str] = set()
+        for start in range(0, len(ids), ID_CHUNK):
+            query = {
+                "_id": {"$in": ids[start : start + ID_CHUNK]},
+                "status": JobStatus.CANCELED.value,
+            }
+            canceled.update(str(doc["_id"]) for doc in self._jobs.find(query, {"_id": 1}))
+        return frozenset(canceled)
 
     @unavailable
     @idempotent

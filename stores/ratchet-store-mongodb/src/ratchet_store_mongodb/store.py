@@ -8,9 +8,11 @@ the database clock to the parts:
 * ``_keys``: idempotency keys and business-key reservations;
 * ``_enqueue``: ``enqueue``, ``enqueue_many`` and their undo;
 * ``_claim``: ``claim_due_jobs``;
-* ``_outcomes``: complete, fail, retry, release, mark started, cancel, late outcome;
+* ``_outcomes``: complete, fail, retry, release, mark started, cancel (of a running claim
+  too: ``SupportsRunningCancel``), late outcome;
 * ``_reads``: jobs, counts, queue ages (``SupportsPendingAges``), the activity probe
-  (``SupportsActivityProbe``), key look-ups, execution records;
+  (``SupportsActivityProbe``), key look-ups, execution records, the canceled among a
+  node's running jobs (``SupportsRunningCancel``);
 * ``_cluster``: nodes, locks, orphan recovery, stale execution records;
 * ``_recurring``: recurring definitions and fires, cancel by business key or tag;
 * ``_archive``: archive and purges;

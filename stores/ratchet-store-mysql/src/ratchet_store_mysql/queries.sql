@@ -172,6 +172,16 @@ UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
 WHERE id = %(id)s AND status = 'PENDING';
 
+-- name: cancel_running_job
+-- The claim ends here: no outcome of this claim_seq matches status = 'RUNNING' again.
+UPDATE ratchet_job
+SET status = 'CANCELED', owner = NULL, finished_at = UTC_TIMESTAMP(6),
+    updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- name: select_canceled
+SELECT id FROM ratchet_job WHERE id IN ({ids}) AND status = 'CANCELED';
+
 -- name: retry_failed_job
 UPDATE ratchet_job
 SET status = 'PENDING', attempts = 0, last_error = NULL, scheduled_at = UTC_TIMESTAMP(6),

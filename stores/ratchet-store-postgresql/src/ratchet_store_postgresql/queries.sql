@@ -316,6 +316,20 @@ UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
 WHERE id = %(id)s AND status = 'PENDING';
 
+-- name: cancel_running_job
+-- The claim ends here: no outcome of this claim_seq matches status = 'RUNNING' again.
+WITH job AS (
+    UPDATE ratchet_job
+    SET status = 'CANCELED', owner = NULL, finished_at = statement_timestamp(),
+        updated_at = statement_timestamp()
+    WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+    RETURNING id, claim_seq
+),
+{_close_fenced};
+
+-- name: select_canceled
+SELECT id FROM ratchet_job WHERE id IN ({ids}) AND status = 'CANCELED';
+
 -- name: retry_failed_job
 UPDATE ratchet_job
 SET status = 'PENDING', attempts = 0, last_error = NULL, scheduled_at = statement_timestamp(),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ratchet.spi.sql._statements import Statements
@@ -56,14 +56,28 @@ class SQLSession(ABC):
     def execute_in(self, name: str, ids: Sequence[Any], params: Params | None = None) -> int:
         """Run the statement ``name``, whose ``{ids}`` is an IN list of ``ids``, in chunks
         of :data:`IN_LIST_CHUNK`; the summed row count. No ids, no statement."""
-        total = 0
+        return sum(
+            self.execute_text(text, chunk_params)
+            for text, chunk_params in self._in_chunks(name, ids, params)
+        )
+
+    def query_in(self, name: str, ids: Sequence[Any], params: Params | None = None) -> list[Row]:
+        """The rows of the read ``name``, whose ``{ids}`` is an IN list of ``ids``, run in
+        chunks of :data:`IN_LIST_CHUNK`. No ids, no statement."""
+        return [
+            row
+            for text, chunk_params in self._in_chunks(name, ids, params)
+            for row in self.query_text(text, chunk_params)
+        ]
+
+    def _in_chunks(
+        self, name: str, ids: Sequence[Any], params: Params | None
+    ) -> Iterator[tuple[str, Params]]:
+        """(text, parameters) of the statement ``name`` for each chunk of ``ids``."""
         for start in range(0, len(ids), IN_LIST_CHUNK):
             chunk = ids[start : start + IN_LIST_CHUNK]
             names = [f"in_{index}" for index in range(len(chunk))]
             text = self.statements[name].replace(
                 "{ids}", ", ".join(self._placeholder(n) for n in names)
             )
-            total += self.execute_text(
-                text, {**(params or {}), **dict(zip(names, chunk, strict=True))}
-            )
-        return total
+            yield text, {**(params or {}), **dict(zip(names, chunk, strict=True))}

@@ -65,6 +65,8 @@ STATEMENTS = frozenset(
         "schedule_retry",  # id, claim_seq, error, delay
         "release_claim",  # id, claim_seq
         "snooze_job",  # id, claim_seq, delay (SupportsSnooze)
+        "cancel_running_job",  # id, claim_seq (SupportsRunningCancel)
+        "select_canceled",  # {ids} -> (id) of those CANCELED (SupportsRunningCancel)
         "close_execution",  # id, claim_seq, execution_status, message
         "cancel_job",  # id
         "retry_failed_job",  # id
@@ -412,6 +414,23 @@ class SQLJobStore(SQLJobQuery, JobStore):
 
     def cancel_job(self, job_id: str) -> bool:
         return self._update("cancel_job", {"id": job_id}) == 1
+
+    def cancel_running_job(self, job_id: str, claim_seq: int, *, message: str) -> bool:
+        """SupportsRunningCancel: a fenced outcome to CANCELED, its execution FAILED."""
+        return self._fenced_outcome(
+            "cancel_running_job",
+            {"id": job_id, "claim_seq": claim_seq},
+            status=ExecutionStatus.FAILED,
+            message=self.encode.message(message),
+        )
+
+    def canceled_among(self, job_ids: Sequence[str]) -> frozenset[str]:
+        """SupportsRunningCancel: one read per :data:`IN_LIST_CHUNK` ids."""
+        ids = list(dict.fromkeys(job_ids))
+        if not ids:
+            return frozenset()
+        rows = self._transaction(lambda session: session.query_in("select_canceled", ids))
+        return frozenset(self.decode.text(row[0]) for row in rows)
 
     def retry_failed_job(self, job_id: str) -> bool:
         try:

@@ -110,6 +110,14 @@ WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
 UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
 WHERE id = :id AND status = 'PENDING';
 
+-- name: cancel_running_job
+-- The claim ends here: no outcome of this claim_seq matches status = 'RUNNING' again.
+UPDATE ratchet_job SET status = 'CANCELED', owner = NULL, finished_at = :now, updated_at = :now
+WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- name: select_canceled
+SELECT id FROM ratchet_job WHERE id IN ({ids}) AND status = 'CANCELED';
+
 -- name: retry_failed_job
 UPDATE ratchet_job
 SET status = 'PENDING', attempts = 0, last_error = NULL, scheduled_at = :now,
