@@ -326,6 +326,7 @@ class Ratchet:
         on_success: Callback | None = None,
         on_failure: Callback | None = None,
         encrypted: bool = False,
+        concurrency: int | None = None,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -342,6 +343,7 @@ class Ratchet:
         on_success: Callback | None = None,
         on_failure: Callback | None = None,
         encrypted: bool = False,
+        concurrency: int | None = None,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or ``async def``) as a job: ``@app.job`` or
         ``@app.job(max_retries=5, …)``. The name defaults to ``module:qualname``.
@@ -351,7 +353,10 @@ class Ratchet:
         that records the job's success or permanent failure (retries exhausted,
         ``DoNotRetry``, the crash limit); see :mod:`ratchet._engine.callbacks`.
         ``encrypted=True`` seals every job's arguments, params and result
-        (:mod:`ratchet.encryption`); without a key it raises ConfigurationError here."""
+        (:mod:`ratchet.encryption`); without a key it raises ConfigurationError here.
+        ``concurrency=N`` runs at most N attempts of this job at once on each worker, on
+        top of the worker's slots; one over the limit is deferred uncharged for a poll
+        interval (:mod:`ratchet._engine.job_limits`)."""
         if encrypted:
             self.payloads.require("@app.job(encrypted=True)")
         success_path = (
@@ -377,6 +382,7 @@ class Ratchet:
                 on_success=success_path,
                 on_failure=failure_path,
                 encrypted=encrypted,
+                concurrency=concurrency,
             )
             existing = self.registry.get(definition.name)
             if existing is not None and existing.target != definition.target:

@@ -81,6 +81,8 @@ class JobDefinition:
     on_success: str | None = None
     on_failure: str | None = None
     encrypted: bool = False
+    concurrency: int | None = None
+    """At most this many attempts at once per worker (``None``: only the worker's slots)."""
     # None when the function's signature cannot be read (some builtins): calls go unchecked.
     signature: inspect.Signature | None = field(default=None, compare=False, repr=False)
 
@@ -220,6 +222,7 @@ def make_definition(
     on_success: str | None = None,
     on_failure: str | None = None,
     encrypted: bool = False,
+    concurrency: int | None = None,
 ) -> JobDefinition:
     """Validate ``@app.job`` arguments into a definition.
 
@@ -242,8 +245,27 @@ def make_definition(
         on_success=on_success,
         on_failure=on_failure,
         encrypted=bool(encrypted),
+        concurrency=_concurrency(concurrency),
         signature=_signature(func),
     )
+
+
+MAX_JOB_CONCURRENCY = 10_000
+
+
+def _concurrency(value: Any) -> int | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= MAX_JOB_CONCURRENCY
+    ):
+        raise ValueOutOfRangeError(
+            f"concurrency is {echo(value)}; it must be a whole number from 1 to "
+            f"{MAX_JOB_CONCURRENCY}, or None for no limit beyond the worker's slots."
+        )
+    return value
 
 
 class JobApplication(Protocol):

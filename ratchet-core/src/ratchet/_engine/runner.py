@@ -27,6 +27,7 @@ from ratchet._codec import encode_result
 from ratchet._context import JobContext
 from ratchet._engine.cancels import RunningAttempts
 from ratchet._engine.failure_text import describe_failure
+from ratchet._engine.job_limits import JobConcurrency, deferral_message
 from ratchet._engine.job_logs import JobLogWriter
 from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.outcomes import Fail, Outcome, OutcomeRecorder, Postpone, Retry, Succeed
@@ -101,12 +102,15 @@ class JobRunner:
         observers: Observers | None = None,
         job_logs: JobLogWriter | None = None,
         payloads: Payloads | None = None,
+        defer_seconds: float = 0.5,
     ) -> None:
         """Decisions are written by ``recorder``. A result whose JSON exceeds
         ``max_result_bytes`` is dropped (the job succeeds). ``lifecycle`` is told when
         each attempt starts; ``observers`` holds the execution middleware; ``job_logs``
         stores what each attempt logs and reports (``None``: the store keeps none);
-        ``payloads`` opens sealed payloads and seals results (``None``: no keys)."""
+        ``payloads`` opens sealed payloads and seals results (``None``: no keys);
+        ``defer_seconds``: how long a job over its ``concurrency`` waits before it is due
+        again (:mod:`ratchet._engine.job_limits`)."""
         self.recorder = recorder
         self.registry = registry
         self.class_policy = class_policy
@@ -116,6 +120,9 @@ class JobRunner:
         self.observers = observers
         self.job_logs = job_logs
         self.payloads = payloads or Payloads()
+        self.defer_seconds = defer_seconds
+        self.concurrency = JobConcurrency()
+        """Attempts running per job name, for ``@app.job(concurrency=N)``."""
         self.attempts = RunningAttempts()
         """The attempts whose body runs now, so a cancel reaches them
         (:mod:`ratchet._engine.cancels`)."""
@@ -138,7 +145,18 @@ class JobRunner:
 
     def run_sync(self, job: ClaimedJob, target: Resolved) -> Outcome:
         """Run a synchronous job in the calling thread (with a timeout, on a helper thread
-        that the calling thread waits for: see :mod:`ratchet._engine.timeouts`)."""
+        that the calling thread waits for: see :mod:`ratchet._engine.timeouts`), or defer
+        it when its job's ``concurrency`` is reached on this worker."""
+        limit = self._limit(job)
+        if limit is not None and not self.concurrency.try_enter(job.name, limit):
+            return self._defer(job, limit)
+        try:
+            return self._run_sync(job, target)
+        finally:
+            if limit is not None:
+                self.concurrency.leave(job.name)
+
+    def _run_sync(self, job: ClaimedJob, target: Resolved) -> Outcome:
         started = self._started(job)
         if isinstance(target, Unresolvable):
             return self.record_failure(job, target.error, started)
@@ -159,7 +177,18 @@ class JobRunner:
         return self.record_success(job, result, started)
 
     async def run_async(self, job: ClaimedJob, target: Resolved) -> Outcome:
-        """Run an ``async def`` job on the current event loop."""
+        """Run an ``async def`` job on the current event loop, or defer it when its job's
+        ``concurrency`` is reached on this worker."""
+        limit = self._limit(job)
+        if limit is not None and not self.concurrency.try_enter(job.name, limit):
+            return await asyncio.to_thread(self._defer, job, limit)
+        try:
+            return await self._run_async(job, target)
+        finally:
+            if limit is not None:
+                self.concurrency.leave(job.name)
+
+    async def _run_async(self, job: ClaimedJob, target: Resolved) -> Outcome:
         started = self._started(job)
         if isinstance(target, Unresolvable):
             return await asyncio.to_thread(self.record_failure, job, target.error, started)
@@ -173,6 +202,17 @@ class JobRunner:
         except BaseException as exc:  # caught here, before asyncio would stop the loop
             return await asyncio.to_thread(self.record_failure, job, exc, started)
         return await asyncio.to_thread(self.record_success, job, result, started)
+
+    def _limit(self, job: ClaimedJob) -> int | None:
+        """The ``concurrency`` of the job's registered definition (``None``: no limit)."""
+        definition = self.registry.get(job.name)
+        return None if definition is None else definition.concurrency
+
+    def _defer(self, job: ClaimedJob, limit: int) -> Outcome:
+        """Give the claim back uncharged, due after ``defer_seconds`` (a snooze: see
+        :mod:`ratchet._engine.job_limits`). The attempt never started."""
+        postpone = Postpone(self.defer_seconds, deferral_message(job.name, limit))
+        return self.recorder.record(job, lambda: postpone, 0.0)
 
     def _started(self, job: ClaimedJob) -> float:
         """The attempt begins: tell the lifecycle; returns the monotonic start time."""

@@ -129,6 +129,7 @@ class Worker:
                 max_line_chars=options.job_log_max_line_chars,
             ),
             payloads=context.payloads,
+            defer_seconds=options.poll_burst_seconds,
         )
         self.cancels = CancelWatch(
             context.store,
