@@ -16,7 +16,7 @@ from croniter import CroniterError, croniter
 from ratchet._limits import echo
 from ratchet.errors import InvalidCronError
 
-__all__ = ["CronSchedule", "Misfire", "parse_misfire"]
+__all__ = ["CronSchedule", "CronTimer", "Misfire", "parse_misfire"]
 
 _EPSILON = timedelta(microseconds=1)
 # Where the construction-time search for a first fire starts; any date would do, since
@@ -127,3 +127,35 @@ class CronSchedule:
                 break
             fires.append(fire)
         return fires[::-1]
+
+
+class CronTimer:
+    """A periodic task's clock on a cron schedule (``None``: off, never due), for
+    timers checked by a loop: the archiver and the retention purges.
+
+    The first check only schedules, so a node that starts does not run the task at once;
+    after that :meth:`due` answers ``True`` once per cron instant passed (however many
+    passed since the last check: missed instants are not caught up).
+    """
+
+    def __init__(self, schedule: CronSchedule | None) -> None:
+        self.schedule = schedule
+        self.next_run: datetime | None = None
+
+    def due(self, now: datetime) -> bool:
+        """True when a cron instant passed since the last check."""
+        if self.schedule is None:
+            return False
+        if self.next_run is None:
+            self.next_run = self.schedule.next_after(now)
+            return False
+        if now < self.next_run:
+            return False
+        self.next_run = self.schedule.next_after(now)
+        return True
+
+    def seconds_until_due(self, now: datetime) -> float | None:
+        """Seconds until the next instant, or ``None`` when off or not yet scheduled."""
+        if self.schedule is None or self.next_run is None:
+            return None
+        return max((self.next_run - now).total_seconds(), 0.0)

@@ -9,10 +9,9 @@ kept by the store, so archived jobs still block duplicate submissions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 
 from ratchet._config import RatchetOptions
-from ratchet._cron import CronSchedule
+from ratchet._cron import CronSchedule, CronTimer
 from ratchet._logs import get_logger
 from ratchet.spi import JobStore, SupportsJobLogs
 
@@ -25,35 +24,18 @@ MAX_BATCHES_PER_RUN = 1000
 DAY = 86_400.0
 
 
-class Archiver:
-    """Knows when it is next due and does one retention pass."""
+class Archiver(CronTimer):
+    """Knows when it is next due (off unless ``RATCHET_JOB_ARCHIVE_ENABLED``) and does
+    one retention pass."""
 
     def __init__(self, store: JobStore, options: RatchetOptions, node_id: str) -> None:
+        enabled = options.job_archive_enabled
+        super().__init__(CronSchedule(options.job_archiver_cron) if enabled else None)
         self.store = store
         self.options = options
         self.node_id = node_id
-        self.schedule = CronSchedule(options.job_archiver_cron)
-        self.next_run: datetime | None = None
         # Job log lines and progress records purged by the last pass.
         self.job_logs_purged = 0
-
-    def due(self, now: datetime) -> bool:
-        """True when a cron instant passed since the last check (the first check only
-        schedules)."""
-        if not self.options.job_archive_enabled:
-            return False
-        if self.next_run is None:
-            self.next_run = self.schedule.next_after(now)
-            return False
-        if now < self.next_run:
-            return False
-        self.next_run = self.schedule.next_after(now)
-        return True
-
-    def seconds_until_due(self, now: datetime) -> float | None:
-        if not self.options.job_archive_enabled or self.next_run is None:
-            return None
-        return max((self.next_run - now).total_seconds(), 0.0)
 
     def run(self) -> tuple[int, int] | None:
         """One pass under the archiver lock: ``(jobs archived, execution records purged)``,

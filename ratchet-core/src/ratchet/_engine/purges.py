@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ratchet._config import RatchetOptions
-from ratchet._cron import CronSchedule
+from ratchet._cron import CronSchedule, CronTimer
 from ratchet._logs import get_logger
 from ratchet.spi import JobStore, SupportsArchiveAccess
 
@@ -48,7 +48,7 @@ Step = Callable[[int], int]
 """One batch: deletes at most the given number of jobs and says how many it deleted."""
 
 
-class PurgeTimer:
+class PurgeTimer(CronTimer):
     """One purge on its cron: knows when it is next due and does one bounded pass under
     its lock. ``cron=None`` is off: never due."""
 
@@ -64,8 +64,8 @@ class PurgeTimer:
         batch_size: int,
         batched: bool = True,
     ) -> None:
+        super().__init__(None if cron is None else CronSchedule(cron))
         self.what = what
-        self.schedule = None if cron is None else CronSchedule(cron)
         self.lock = lock
         self.store = store
         self.node_id = node_id
@@ -73,25 +73,6 @@ class PurgeTimer:
         self.batch_size = batch_size
         # False: step deletes everything due in one call (a store without batches).
         self.batched = batched
-        self.next_run: datetime | None = None
-
-    def due(self, now: datetime) -> bool:
-        """True when a cron instant passed since the last check (the first check only
-        schedules), as the archiver's schedule works."""
-        if self.schedule is None:
-            return False
-        if self.next_run is None:
-            self.next_run = self.schedule.next_after(now)
-            return False
-        if now < self.next_run:
-            return False
-        self.next_run = self.schedule.next_after(now)
-        return True
-
-    def seconds_until_due(self, now: datetime) -> float | None:
-        if self.schedule is None or self.next_run is None:
-            return None
-        return max((self.next_run - now).total_seconds(), 0.0)
 
     def run(self) -> int | None:
         """One pass under the lock: how many jobs were purged, or ``None`` when another
