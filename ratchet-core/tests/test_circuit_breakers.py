@@ -497,9 +497,10 @@ def test_half_open_trial_permits_are_never_exceeded_under_threads(clock: FakeClo
     once permits are kept (successful trials would keep theirs) the total admitted must
     be exactly half_open_calls.
 
-    Negative control: with try_acquire's check and increment done outside the lock (or
-    the lock removed), this test reports more concurrent or total admissions than
-    permits; how often depends on scheduling, which the tiny switch interval helps."""
+    Negative control: with the lock let go between try_acquire's check and its increment
+    (tried by releasing it and yielding there), the threads admit more than
+    half_open_calls in total and this test fails; a race with a narrower window fails it
+    only as often as scheduling hits it, which the tiny switch interval helps."""
     trials = 3
     breaker = make(clock, half_open_calls=trials)
     half_open(breaker, clock)

@@ -233,3 +233,30 @@ def test_recurring_list_and_cancel(cli_env: str, capsys: pytest.CaptureFixture[s
     assert main(["recurring", "cancel", "--tag", "ops"]) == 0
     assert "Stopped 1 recurring schedule(s) tagged 'ops'." in capsys.readouterr().out
     assert app.list_recurring() == []
+
+
+def test_breakers_lists_settings_and_guarded_jobs(
+    tmp_path: Path, cli_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = """
+    app.configure_circuit_breaker("stripe", profile="EXTERNAL_API", wait_seconds=5)
+
+    @app.job(name="charge", circuit_breaker="stripe")
+    def charge():
+        pass
+
+    @app.job(name="mail", circuit_breaker="smtp")
+    def mail():
+        pass
+    """
+    app_ref = write_app(tmp_path, "cli_app_breakers", cli_env, body)
+    assert main(["breakers", app_ref]) == 0
+    out = capsys.readouterr().out
+    stripe = next(line for line in out.splitlines() if line.startswith("stripe"))
+    assert "60%" in stripe and "5/50" in stripe and "5 s" in stripe and "charge" in stripe
+    smtp = next(line for line in out.splitlines() if line.startswith("smtp"))
+    assert "50%" in smtp and "30 s" in smtp and "mail" in smtp  # DEFAULT, never configured
+    assert "ratchet_circuit_breaker_state" in out
+    plain = write_app(tmp_path, "cli_app_no_breakers", cli_env)
+    assert main(["breakers", plain]) == 0
+    assert "has no circuit breakers" in capsys.readouterr().out

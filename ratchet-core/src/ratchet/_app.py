@@ -42,6 +42,7 @@ from ratchet._types import (
     RecurringDefinition,
 )
 from ratchet._waiting import CompletionWaiters, wait_for, wait_for_async
+from ratchet.circuit_breakers import BreakerProfile, CircuitBreaker, CircuitBreakers
 from ratchet.encryption import Encryption
 from ratchet.errors import (
     BusinessKeyConflictError,
@@ -184,6 +185,8 @@ class Ratchet:
             self, class_policy or ModuleAllowlistClassPolicy(self.options.allowed_modules)
         )
         self._wakeups = LocalWakeups()
+        self.circuit_breakers = CircuitBreakers()
+        """This process's circuit breakers, by name (:mod:`ratchet.circuit_breakers`)."""
         self._waiters: CompletionWaiters | None = None  # made by the first wait_for
         self.observers = Observers(self.node_id, self.store.database_time)
         self.observers.seal_jobs = self.payloads.seal_jobs
@@ -327,6 +330,7 @@ class Ratchet:
         on_failure: Callback | None = None,
         encrypted: bool = False,
         concurrency: int | None = None,
+        circuit_breaker: str | None = None,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -344,6 +348,7 @@ class Ratchet:
         on_failure: Callback | None = None,
         encrypted: bool = False,
         concurrency: int | None = None,
+        circuit_breaker: str | None = None,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or ``async def``) as a job: ``@app.job`` or
         ``@app.job(max_retries=5, …)``. The name defaults to ``module:qualname``.
@@ -356,7 +361,10 @@ class Ratchet:
         (:mod:`ratchet.encryption`); without a key it raises ConfigurationError here.
         ``concurrency=N`` runs at most N attempts of this job at once on each worker, on
         top of the worker's slots; one over the limit is deferred uncharged for a poll
-        interval (:mod:`ratchet._engine.job_limits`)."""
+        interval (:mod:`ratchet._engine.job_limits`). ``circuit_breaker="name"`` guards
+        the job with that breaker of each node (:meth:`configure_circuit_breaker`; the
+        DEFAULT profile unless configured): while it is open the job is deferred, without
+        using attempts (:mod:`ratchet._engine.breaking`)."""
         if encrypted:
             self.payloads.require("@app.job(encrypted=True)")
         success_path = (
@@ -383,6 +391,7 @@ class Ratchet:
                 on_failure=failure_path,
                 encrypted=encrypted,
                 concurrency=concurrency,
+                circuit_breaker=circuit_breaker,
             )
             existing = self.registry.get(definition.name)
             if existing is not None and existing.target != definition.target:
@@ -921,6 +930,34 @@ class Ratchet:
             self.observers.job_ended(job_id)
         return canceled
 
+    def configure_circuit_breaker(
+        self,
+        name: str,
+        *,
+        profile: BreakerProfile | str = BreakerProfile.DEFAULT,
+        record: tuple[type[BaseException], ...] = (Exception,),
+        ignore: tuple[type[BaseException], ...] = (),
+        **overrides: Any,
+    ) -> CircuitBreaker:
+        """Set up the circuit breaker ``name`` for the jobs declared with
+        ``circuit_breaker=name``: a profile (DEFAULT, FAST, CRITICAL, EXTERNAL_API) with
+        any of its settings overridden (``failure_rate_percent``, ``window_size``,
+        ``wait_seconds``, ``half_open_calls``, ``minimum_calls``), and which exceptions
+        count as failures (``record``) or as nothing at all (``ignore``, which wins).
+        Calling it again changes the settings of the same breaker, keeping its state.
+
+        Breakers are per process: every worker process keeps its own state, opened by
+        the failures it sees itself."""
+        return self.circuit_breakers.configure(
+            name, profile=profile, record=record, ignore=ignore, **overrides
+        )
+
+    def circuit_breaker(self, name: str) -> CircuitBreaker:
+        """This process's circuit breaker ``name`` (made with the DEFAULT profile when it
+        was never configured): ``.state``, ``.snapshot()``, and ``.open()`` / ``.reset()``
+        to force it."""
+        return self.circuit_breakers.get(name)
+
     def audit(
         self,
         action: str,
@@ -1092,6 +1129,7 @@ class Ratchet:
             observers=self.observers,
             trusted_callbacks=self.trusted_callbacks,
             payloads=self.payloads,
+            circuit_breakers=self.circuit_breakers,
         )
 
     def _on_wakeup_hint(self, hint: WakeupHint) -> None:

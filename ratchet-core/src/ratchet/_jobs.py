@@ -83,6 +83,8 @@ class JobDefinition:
     encrypted: bool = False
     concurrency: int | None = None
     """At most this many attempts at once per worker (``None``: only the worker's slots)."""
+    circuit_breaker: str | None = None
+    """The name of the node's circuit breaker that guards this job (``None``: none)."""
     # None when the function's signature cannot be read (some builtins): calls go unchecked.
     signature: inspect.Signature | None = field(default=None, compare=False, repr=False)
 
@@ -223,6 +225,7 @@ def make_definition(
     on_failure: str | None = None,
     encrypted: bool = False,
     concurrency: int | None = None,
+    circuit_breaker: str | None = None,
 ) -> JobDefinition:
     """Validate ``@app.job`` arguments into a definition.
 
@@ -246,6 +249,9 @@ def make_definition(
         on_failure=on_failure,
         encrypted=bool(encrypted),
         concurrency=_concurrency(concurrency),
+        circuit_breaker=(
+            None if circuit_breaker is None else _key(circuit_breaker, "Circuit breaker name")
+        ),
         signature=_signature(func),
     )
 

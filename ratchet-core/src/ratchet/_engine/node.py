@@ -23,6 +23,7 @@ from ratchet._jobs import JobDefinition
 from ratchet._observers import Observers
 from ratchet._payloads import Payloads
 from ratchet._types import RecurringDefinition
+from ratchet.circuit_breakers import CircuitBreakers
 from ratchet.spi import ClassPolicy, JobStore, RetryPolicy, StartupCoordinator
 
 __all__ = ["LocalWakeups", "NodeContext", "Wakeable"]
@@ -101,7 +102,8 @@ class NodeContext:
     subscribers and middleware (:mod:`ratchet._observers`); ``trusted_callbacks`` the
     callbacks it named by function (live, see :mod:`ratchet._engine.callbacks`);
     ``payloads`` seals and opens job payloads with the application's keys
-    (:mod:`ratchet._payloads`).
+    (:mod:`ratchet._payloads`); ``circuit_breakers`` are the application's breakers, which
+    guard the jobs that name one (:mod:`ratchet._engine.breaking`).
     """
 
     store: JobStore
@@ -117,3 +119,4 @@ class NodeContext:
     observers: Observers
     trusted_callbacks: Mapping[str, Callable[..., Any]]
     payloads: Payloads = field(default_factory=Payloads)
+    circuit_breakers: CircuitBreakers = field(default_factory=CircuitBreakers)

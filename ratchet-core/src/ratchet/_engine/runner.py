@@ -25,6 +25,7 @@ from typing import Any
 from ratchet import _context
 from ratchet._codec import encode_result
 from ratchet._context import JobContext
+from ratchet._engine.breaking import BreakerAdmission, breaker_deferral_message
 from ratchet._engine.cancels import RunningAttempts
 from ratchet._engine.failure_text import describe_failure
 from ratchet._engine.job_limits import JobConcurrency, deferral_message
@@ -41,6 +42,7 @@ from ratchet._observers import Observers
 from ratchet._payloads import Payloads
 from ratchet._retry import backoff_seconds
 from ratchet._types import ClaimedJob
+from ratchet.circuit_breakers import CircuitBreakers
 from ratchet.errors import PayloadDecryptionError, TargetNotAllowedError
 from ratchet.spi import ClassPolicy, RetryPolicy
 
@@ -87,6 +89,25 @@ def resolve_target(
     return resolve_untrusted_target(job.id, job.target, policy)
 
 
+class _Admitted:
+    """What an admitted attempt holds until it ends: a count of its job's concurrency
+    (``name``) and its breaker's admission; :meth:`close` gives both back once."""
+
+    def __init__(
+        self, counts: JobConcurrency, name: str | None, breaker: BreakerAdmission | None
+    ) -> None:
+        self.counts = counts
+        self.name = name
+        self.breaker = breaker
+
+    def close(self) -> None:
+        if self.breaker is not None:
+            self.breaker.close()
+        if self.name is not None:
+            self.counts.leave(self.name)
+            self.name = None
+
+
 class JobRunner:
     """Runs claimed jobs and decides their outcomes. Thread-safe; one per worker."""
 
@@ -103,6 +124,7 @@ class JobRunner:
         job_logs: JobLogWriter | None = None,
         payloads: Payloads | None = None,
         defer_seconds: float = 0.5,
+        breakers: CircuitBreakers | None = None,
     ) -> None:
         """Decisions are written by ``recorder``. A result whose JSON exceeds
         ``max_result_bytes`` is dropped (the job succeeds). ``lifecycle`` is told when
@@ -110,7 +132,8 @@ class JobRunner:
         stores what each attempt logs and reports (``None``: the store keeps none);
         ``payloads`` opens sealed payloads and seals results (``None``: no keys);
         ``defer_seconds``: how long a job over its ``concurrency`` waits before it is due
-        again (:mod:`ratchet._engine.job_limits`)."""
+        again (:mod:`ratchet._engine.job_limits`); ``breakers``: the node's circuit
+        breakers, by the name a job gives (``None``: jobs run unguarded)."""
         self.recorder = recorder
         self.registry = registry
         self.class_policy = class_policy
@@ -121,6 +144,7 @@ class JobRunner:
         self.job_logs = job_logs
         self.payloads = payloads or Payloads()
         self.defer_seconds = defer_seconds
+        self.breakers = breakers
         self.concurrency = JobConcurrency()
         """Attempts running per job name, for ``@app.job(concurrency=N)``."""
         self.attempts = RunningAttempts()
@@ -146,17 +170,18 @@ class JobRunner:
     def run_sync(self, job: ClaimedJob, target: Resolved) -> Outcome:
         """Run a synchronous job in the calling thread (with a timeout, on a helper thread
         that the calling thread waits for: see :mod:`ratchet._engine.timeouts`), or defer
-        it when its job's ``concurrency`` is reached on this worker."""
-        limit = self._limit(job)
-        if limit is not None and not self.concurrency.try_enter(job.name, limit):
-            return self._defer(job, limit)
+        it (:meth:`_admit`)."""
+        admitted = self._admit(job)
+        if isinstance(admitted, Postpone):
+            return self._defer(job, admitted)
         try:
-            return self._run_sync(job, target)
+            return self._run_sync(job, target, admitted.breaker)
         finally:
-            if limit is not None:
-                self.concurrency.leave(job.name)
+            admitted.close()
 
-    def _run_sync(self, job: ClaimedJob, target: Resolved) -> Outcome:
+    def _run_sync(
+        self, job: ClaimedJob, target: Resolved, breaker: BreakerAdmission | None
+    ) -> Outcome:
         started = self._started(job)
         if isinstance(target, Unresolvable):
             return self.record_failure(job, target.error, started)
@@ -164,38 +189,39 @@ class JobRunner:
         try:
             args, kwargs = _decode(job)
             if target.is_async:
-                result = asyncio.run(self._call_async(job, func, args, kwargs))
+                result = asyncio.run(self._call_async(job, func, args, kwargs, breaker))
             elif job.timeout_seconds:
                 context = self._context(job)
                 result = call_with_timeout(
-                    job, context, lambda: self._call(context, func, args, kwargs)
+                    job, context, lambda: self._call(context, func, args, kwargs, breaker)
                 )
             else:
-                result = self._call(self._context(job), func, args, kwargs)
+                result = self._call(self._context(job), func, args, kwargs, breaker)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt too: see the module
             return self.record_failure(job, exc, started)
         return self.record_success(job, result, started)
 
     async def run_async(self, job: ClaimedJob, target: Resolved) -> Outcome:
-        """Run an ``async def`` job on the current event loop, or defer it when its job's
-        ``concurrency`` is reached on this worker."""
-        limit = self._limit(job)
-        if limit is not None and not self.concurrency.try_enter(job.name, limit):
-            return await asyncio.to_thread(self._defer, job, limit)
+        """Run an ``async def`` job on the current event loop, or defer it
+        (:meth:`_admit`)."""
+        admitted = self._admit(job)
+        if isinstance(admitted, Postpone):
+            return await asyncio.to_thread(self._defer, job, admitted)
         try:
-            return await self._run_async(job, target)
+            return await self._run_async(job, target, admitted.breaker)
         finally:
-            if limit is not None:
-                self.concurrency.leave(job.name)
+            admitted.close()
 
-    async def _run_async(self, job: ClaimedJob, target: Resolved) -> Outcome:
+    async def _run_async(
+        self, job: ClaimedJob, target: Resolved, breaker: BreakerAdmission | None
+    ) -> Outcome:
         started = self._started(job)
         if isinstance(target, Unresolvable):
             return await asyncio.to_thread(self.record_failure, job, target.error, started)
         job = target.job
         try:
             args, kwargs = _decode(job)
-            result = await self._call_async(job, target.func, args, kwargs)
+            result = await self._call_async(job, target.func, args, kwargs, breaker)
         except asyncio.CancelledError as exc:
             await asyncio.to_thread(self.record_failure, job, exc, started)
             raise
@@ -203,15 +229,30 @@ class JobRunner:
             return await asyncio.to_thread(self.record_failure, job, exc, started)
         return await asyncio.to_thread(self.record_success, job, result, started)
 
-    def _limit(self, job: ClaimedJob) -> int | None:
-        """The ``concurrency`` of the job's registered definition (``None``: no limit)."""
+    def _admit(self, job: ClaimedJob) -> _Admitted | Postpone:
+        """May the attempt start? Not while its job's ``concurrency`` is reached on this
+        worker (:mod:`ratchet._engine.job_limits`), nor while its circuit breaker refuses
+        calls (:mod:`ratchet._engine.breaking`): then the deferral to record."""
         definition = self.registry.get(job.name)
-        return None if definition is None else definition.concurrency
+        if definition is None:
+            return _Admitted(self.concurrency, None, None)
+        limit = definition.concurrency
+        if limit is not None and not self.concurrency.try_enter(job.name, limit):
+            return Postpone(self.defer_seconds, deferral_message(job.name, limit))
+        admitted = _Admitted(self.concurrency, job.name if limit is not None else None, None)
+        if definition.circuit_breaker is None or self.breakers is None:
+            return admitted
+        breaker = self.breakers.get(definition.circuit_breaker)
+        wait = breaker.try_acquire()
+        if wait is not None:
+            admitted.close()
+            return Postpone(wait, breaker_deferral_message(breaker, wait))
+        admitted.breaker = BreakerAdmission(breaker)
+        return admitted
 
-    def _defer(self, job: ClaimedJob, limit: int) -> Outcome:
-        """Give the claim back uncharged, due after ``defer_seconds`` (a snooze: see
-        :mod:`ratchet._engine.job_limits`). The attempt never started."""
-        postpone = Postpone(self.defer_seconds, deferral_message(job.name, limit))
+    def _defer(self, job: ClaimedJob, postpone: Postpone) -> Outcome:
+        """Give the claim back uncharged, due after the postponement (a snooze). The
+        attempt never started."""
         return self.recorder.record(job, lambda: postpone, 0.0)
 
     def _started(self, job: ClaimedJob) -> float:
@@ -245,6 +286,7 @@ class JobRunner:
         func: Callable[..., Any],
         args: list[Any],
         kwargs: dict[str, Any],
+        breaker: BreakerAdmission | None = None,
     ) -> Any:
         token = _context._set(context)
         self.attempts.add(context)
@@ -252,14 +294,27 @@ class JobRunner:
             observers = self.observers
             if observers is not None and observers.execution_middleware:
                 with observers.around_execution(context):
-                    return func(*args, **kwargs)
-            return func(*args, **kwargs)
+                    result = func(*args, **kwargs)
+            else:
+                result = func(*args, **kwargs)
+        except BaseException as exc:  # the body's verdict on its dependency, then re-raised
+            if breaker is not None:
+                breaker.failed(exc)
+            raise
         finally:
             self.attempts.discard(context)
             _context._reset(token)
+        if breaker is not None:
+            breaker.succeeded()
+        return result
 
     async def _call_async(
-        self, job: ClaimedJob, func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
+        self,
+        job: ClaimedJob,
+        func: Callable[..., Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+        breaker: BreakerAdmission | None = None,
     ) -> Any:
         context = self._context(job, on_event_loop=True)
         token = _context._set(context)
@@ -268,11 +323,19 @@ class JobRunner:
             observers = self.observers
             if observers is not None and observers.execution_middleware:
                 with observers.around_execution(context):
-                    return await self._awaited(job, func(*args, **kwargs))
-            return await self._awaited(job, func(*args, **kwargs))
+                    result = await self._awaited(job, func(*args, **kwargs))
+            else:
+                result = await self._awaited(job, func(*args, **kwargs))
+        except BaseException as exc:  # the body's verdict on its dependency, then re-raised
+            if breaker is not None:
+                breaker.failed(exc)
+            raise
         finally:
             self.attempts.discard(context)
             _context._reset(token)
+        if breaker is not None:
+            breaker.succeeded()
+        return result
 
     @staticmethod
     async def _awaited(job: ClaimedJob, call: Any) -> Any:

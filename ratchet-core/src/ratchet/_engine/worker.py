@@ -130,6 +130,7 @@ class Worker:
             ),
             payloads=context.payloads,
             defer_seconds=options.poll_burst_seconds,
+            breakers=context.circuit_breakers,
         )
         self.cancels = CancelWatch(
             context.store,

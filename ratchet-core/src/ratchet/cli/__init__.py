@@ -213,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     recurring_cancel.add_argument("--tag", help="stop every schedule carrying this tag")
     recurring_cancel.set_defaults(handler=c.cmd_recurring_cancel)
 
+    breakers = commands.add_parser(
+        "breakers", help="APP's circuit breakers: settings and the jobs they guard"
+    )
+    breakers.add_argument("app_ref", metavar="APP", help="module:attribute of a Ratchet app")
+    breakers.set_defaults(handler=c.cmd_breakers)
+
     nodes = commands.add_parser("nodes", help="registered nodes and their heartbeats")
     _store_options(nodes)
     nodes.set_defaults(handler=c.cmd_nodes)

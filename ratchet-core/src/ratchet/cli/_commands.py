@@ -185,6 +185,41 @@ def _load_worker_app(args: argparse.Namespace) -> Ratchet:
     return app
 
 
+def cmd_breakers(args: argparse.Namespace) -> int:
+    """The circuit breakers APP configures or its jobs name, with their settings and the
+    jobs each guards. State is per worker process, so none is shown here: each node
+    exports its own as ``ratchet_circuit_breaker_state``."""
+    app = load_app(args.app_ref)
+    guarded: dict[str, list[str]] = {}
+    for definition in app.registry.values():
+        if definition.circuit_breaker is not None:
+            guarded.setdefault(definition.circuit_breaker, []).append(definition.name)
+    names = sorted(set(app.circuit_breakers.names()) | set(guarded))
+    if not names:
+        _output.echo(f"{args.app_ref} has no circuit breakers.")
+        return 0
+    rows = []
+    for name in names:
+        settings = app.circuit_breaker(name).settings
+        rows.append(
+            [
+                name,
+                f"{settings.failure_rate_percent:g}%",
+                f"{settings.minimum_calls}/{settings.window_size}",
+                f"{settings.wait_seconds:g} s",
+                str(settings.half_open_calls),
+                ", ".join(sorted(guarded.get(name, []))) or "-",
+            ]
+        )
+    headers = ["BREAKER", "OPENS AT", "MIN/WINDOW", "WAIT", "TRIALS", "JOBS"]
+    _output.echo(_output.table(headers, rows))
+    _output.echo(
+        "State is kept by each worker process (breakers are per node): see the "
+        "ratchet_circuit_breaker_state metric of each worker (--metrics-port)."
+    )
+    return 0
+
+
 def cmd_enqueue(args: argparse.Namespace) -> int:
     app = load_app(args.app_ref)
     refuse_in_memory(app.store, f"'ratchet enqueue' into APP {args.app_ref!r}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 
 from ratchet._logs import get_logger
 from ratchet._redact import redact
+from ratchet.circuit_breakers import BreakerState, CircuitBreakers
 from ratchet.metrics._cluster import CLUSTER_LOCK, ClusterCollector
 from ratchet.metrics._health import WorkerHealth
 from ratchet.metrics._http import ASGIApp, MetricsServer, WSGIApp, asgi_app, wsgi_app
@@ -50,6 +51,31 @@ class _CoordinatorHints(Collector):
             value=counts.transport_failures,
         )
         return [hints, failures]
+
+
+class _BreakerStates(Collector):
+    """``ratchet_circuit_breaker_state{breaker}``: 0 closed, 1 half-open, 2 open, for each
+    circuit breaker of this process (breakers are per node, so each node reports its own)."""
+
+    CODES: ClassVar[dict[BreakerState, float]] = {
+        BreakerState.CLOSED: 0.0,
+        BreakerState.HALF_OPEN: 1.0,
+        BreakerState.OPEN: 2.0,
+    }
+
+    def __init__(self, breakers: CircuitBreakers) -> None:
+        self.breakers = breakers
+
+    def collect(self) -> Iterable[Metric]:
+        gauge = GaugeMetricFamily(
+            "ratchet_circuit_breaker_state",
+            "State of this node's circuit breaker: 0 closed, 1 half-open (trial calls), "
+            "2 open (its jobs are deferred).",
+            labels=["breaker"],
+        )
+        for snapshot in self.breakers.snapshots():
+            gauge.add_metric([snapshot.name], self.CODES[snapshot.state])
+        return [gauge]
 
 
 class _CoordinatorConnected(Collector):
@@ -111,10 +137,12 @@ class RatchetMetrics:
             subscribe: Any = source.on
             store, node_id, options = source.store, source.node_id, source.options
             coordinator, worker = source.coordinator, None
+            breakers = source.circuit_breakers
         elif hasattr(source, "context") and hasattr(source, "heartbeat"):
             subscribe = source.context.observers.events.subscribe
             store, node_id, options = source.store, source.node_id, source.options
             coordinator, worker = None, source
+            breakers = source.context.circuit_breakers
         else:
             raise TypeError(
                 f"RatchetMetrics() takes a ratchet.Ratchet application or one of its "
@@ -126,6 +154,7 @@ class RatchetMetrics:
         self.node.subscribe(subscribe)
         self.health = WorkerHealth(worker)
         self.registry.register(self.health)
+        self.registry.register(_BreakerStates(breakers))
         if isinstance(coordinator, BroadcastClusterCoordinator):
             self.registry.register(_CoordinatorHints(coordinator))
         if coordinator is not None and hasattr(type(coordinator), "ready"):
