@@ -21,6 +21,7 @@ import pytest
 from conftest import FAST
 from ratchet import ExecutionStatus, JobStatus, Ratchet
 from ratchet._engine.job_limits import JobConcurrency
+from ratchet._engine.worker import WorkerStats
 from ratchet.errors import ValueOutOfRangeError
 
 BOUND = 60.0
@@ -62,10 +63,11 @@ def register_slow(app: Ratchet, overlap: Overlap, *, name: str, **options: Any) 
     app.job(name=name, max_retries=0, **options)(body)
 
 
-def run_all(app: Ratchet, ids: list[str], *, concurrency: int) -> None:
-    with app.worker(concurrency=concurrency):
+def run_all(app: Ratchet, ids: list[str], *, concurrency: int) -> WorkerStats:
+    with app.worker(concurrency=concurrency) as worker:
         for job_id in ids:
             assert app.wait_for(job_id, timeout=BOUND).status is JobStatus.SUCCEEDED
+    return worker.stats
 
 
 @pytest.mark.parametrize("limit", [1, 2])
@@ -78,7 +80,7 @@ def test_no_more_than_the_limit_run_at_once_and_deferrals_cost_no_attempt(
     overlap = Overlap()
     register_slow(app, overlap, name="limited", concurrency=limit)
     ids = [app.enqueue("limited") for _ in range(6)]
-    run_all(app, ids, concurrency=4)
+    stats = run_all(app, ids, concurrency=4)
     assert overlap.most == limit
     deferred = 0
     for job_id in ids:
@@ -91,6 +93,7 @@ def test_no_more_than_the_limit_run_at_once_and_deferrals_cost_no_attempt(
             assert f"concurrency={limit}" in (record.message or "")
             deferred += 1
     assert deferred > 0, "no job was ever deferred: the scenario did not test the limit"
+    assert (stats.snoozed, stats.succeeded, stats.retried) == (deferred, 6, 0)
 
 
 def test_negative_control_without_a_limit_the_same_jobs_overlap(app: Ratchet) -> None:

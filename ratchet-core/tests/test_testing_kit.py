@@ -678,3 +678,31 @@ def test_the_testing_package_names_resolve_lazily() -> None:
     assert ratchet.testing.Testing is Testing
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         ratchet.testing.Nope  # noqa: B018
+
+
+def test_a_snooze_waits_for_the_test_clock_and_uses_no_attempt(app: Ratchet) -> None:
+    """A job that snoozes for a minute is PENDING after ``t.run()`` (the clock stands
+    still), runs again once ``t.advance(60)`` makes it due, and succeeds on its first
+    attempt: a snooze is no retry, so the kit's skipped backoff does not apply to it."""
+    from ratchet import Snooze
+
+    runs: list[int] = []
+
+    @app.job(max_retries=0)
+    def patient() -> str:
+        runs.append(current_job().attempt)
+        if len(runs) == 1:
+            raise Snooze(60)
+        return "done"
+
+    with app.testing() as t:
+        job_id = patient.enqueue()
+        first = t.run()
+        assert app.get_job(job_id).status is JobStatus.PENDING  # type: ignore[union-attr]
+        t.advance(60)
+        second = t.run()
+        job = app.get_job(job_id)
+    assert runs == [1, 1]
+    assert first == RunSummary(ran=1, succeeded=0, retried=0, dead_lettered=0)
+    assert second == RunSummary(ran=1, succeeded=1, retried=0, dead_lettered=0)
+    assert job is not None and (job.status, job.attempts) == (JobStatus.SUCCEEDED, 1)

@@ -62,6 +62,9 @@ class WorkerStats:
     claimed: int = 0
     succeeded: int = 0
     retried: int = 0
+    snoozed: int = 0
+    """Claims given back for later, uncharged: ``raise Snooze``, and jobs deferred by
+    their ``concurrency`` or circuit breaker."""
     failed: int = 0
     stale_outcomes: int = 0
     store_errors: int = 0
@@ -519,11 +522,12 @@ class Worker:
         return (
             f"claimed {stats.claimed}, succeeded {stats.succeeded}, retried {stats.retried}, "
             f"dead-lettered {stats.failed}, running {len(self.executor.in_flight())}"
+            + (f", snoozed {stats.snoozed}" if stats.snoozed else "")
             + (f", store errors {stats.store_errors}" if stats.store_errors else "")
         )
 
     def _slot_freed(self, outcome: Outcome | None) -> None:
-        if outcome is not None and outcome.kind in ("succeeded", "retried", "failed"):
+        if outcome is not None and outcome.kind in ("succeeded", "retried", "snoozed", "failed"):
             setattr(self.stats, outcome.kind, getattr(self.stats, outcome.kind) + 1)
         if outcome is not None and self.on_outcome is not None:
             self.on_outcome(outcome)
