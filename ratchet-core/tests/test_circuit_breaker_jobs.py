@@ -135,8 +135,9 @@ def test_a_forced_open_breaker_defers_jobs_and_reset_lets_new_ones_through(
     first = app.enqueue("charge")
     with app.worker(concurrency=1):
         deadline = time.monotonic() + BOUND
-        while not app.executions(first):
-            assert time.monotonic() < deadline, "the job was never claimed"
+        # Claimed (an execution record RUNNING), then deferred (the record closed).
+        while not [r for r in app.executions(first) if r.status is not ExecutionStatus.RUNNING]:
+            assert time.monotonic() < deadline, "the job was never deferred"
             time.sleep(0.01)
         [record] = app.executions(first)
         assert record.status is ExecutionStatus.RELEASED
@@ -166,3 +167,45 @@ def test_each_breakers_state_is_a_metric_of_the_node(app: Ratchet) -> None:
     text = generate_latest(metrics.registry).decode()
     assert 'ratchet_circuit_breaker_state{breaker="payments"} 2.0' in text
     assert 'ratchet_circuit_breaker_state{breaker="mail"} 0.0' in text
+
+
+def test_profiles_are_overridden_by_configuration(tmp_path: Path) -> None:
+    """``RATCHET_CIRCUIT_BREAKER_PROFILES`` (here the option) changes what a profile
+    means for every breaker of the application built on it, unconfigured ones (DEFAULT)
+    included; an explicit override in code still wins."""
+    app = Ratchet(
+        f"sqlite:///{tmp_path / 'r.db'}",
+        circuit_breaker_profiles="FAST.wait_seconds=5, default.failure_rate_percent=40",
+        **FAST,
+    )
+    try:
+        fast = app.configure_circuit_breaker("a", profile="FAST")
+        assert (fast.settings.wait_seconds, fast.settings.window_size) == (5.0, 20)
+        assert app.circuit_breaker("never-configured").settings.failure_rate_percent == 40.0
+        assert (
+            app.configure_circuit_breaker("b", profile="FAST", wait_seconds=2).settings.wait_seconds
+            == 2
+        )
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("FAST.wait=5", "names no setting"),
+        ("SLOW.wait_seconds=5", "names no profile"),
+        ("FAST.wait_seconds", "is not PROFILE.field=value"),
+        ("FAST.window_size=2.5", "must be a whole number"),
+        ("FAST.wait_seconds=-1", "wait_seconds"),
+        ("FAST.minimum_calls=50", "minimum_calls"),
+    ],
+)
+def test_a_bad_profile_override_is_a_clear_configuration_error(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    from ratchet.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="RATCHET_CIRCUIT_BREAKER_PROFILES") as raised:
+        Ratchet(f"sqlite:///{tmp_path / 'r.db'}", circuit_breaker_profiles=text, **FAST)
+    assert words in str(raised.value)

@@ -42,7 +42,12 @@ from ratchet._types import (
     RecurringDefinition,
 )
 from ratchet._waiting import CompletionWaiters, wait_for, wait_for_async
-from ratchet.circuit_breakers import BreakerProfile, CircuitBreaker, CircuitBreakers
+from ratchet.circuit_breakers import (
+    BreakerProfile,
+    CircuitBreaker,
+    CircuitBreakers,
+    profiles_with_overrides,
+)
 from ratchet.encryption import Encryption
 from ratchet.errors import (
     BusinessKeyConflictError,
@@ -185,7 +190,11 @@ class Ratchet:
             self, class_policy or ModuleAllowlistClassPolicy(self.options.allowed_modules)
         )
         self._wakeups = LocalWakeups()
-        self.circuit_breakers = CircuitBreakers()
+        self.circuit_breakers = CircuitBreakers(
+            profiles=profiles_with_overrides(
+                self.options.circuit_breaker_profiles, source="RATCHET_CIRCUIT_BREAKER_PROFILES"
+            )
+        )
         """This process's circuit breakers, by name (:mod:`ratchet.circuit_breakers`)."""
         self._waiters: CompletionWaiters | None = None  # made by the first wait_for
         self.observers = Observers(self.node_id, self.store.database_time)

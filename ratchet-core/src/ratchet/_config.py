@@ -279,6 +279,12 @@ class RatchetOptions:
         "Coordinator name; 'none' disables; default: first available",
         kind="str",
     )
+    circuit_breaker_profiles: str | None = _opt(
+        None,
+        "RATCHET_CIRCUIT_BREAKER_PROFILES",
+        "Circuit breaker profile overrides: PROFILE.field=value,… (e.g. FAST.wait_seconds=5)",
+        kind="str",
+    )
     disabled_plugins: tuple[str, ...] = _opt(
         (), "RATCHET_DISABLED_PLUGINS", "Entry-point names of plugins to ignore", kind="list"
     )

@@ -67,6 +67,7 @@ __all__ = [
     "BreakerState",
     "CircuitBreaker",
     "CircuitBreakers",
+    "profiles_with_overrides",
 ]
 
 MIN_RETRY_AFTER_SECONDS = 0.05
@@ -179,6 +180,65 @@ PROFILES: Mapping[str, BreakerSettings] = types.MappingProxyType(
 )
 """Read-only ``{profile name: settings}``; keys are :class:`BreakerProfile` members, which
 are also plain strings."""
+
+_FIELD_TYPES: Mapping[str, type] = types.MappingProxyType(
+    {
+        "failure_rate_percent": float,
+        "window_size": int,
+        "wait_seconds": float,
+        "half_open_calls": int,
+        "minimum_calls": int,
+    }
+)
+
+
+def profiles_with_overrides(text: str | None, *, source: str) -> Mapping[str, BreakerSettings]:
+    """:data:`PROFILES` with the overrides of ``text`` applied: comma-separated
+    ``PROFILE.field=value`` entries, for example ``"FAST.wait_seconds=5,
+    DEFAULT.failure_rate_percent=40"`` (``RATCHET_CIRCUIT_BREAKER_PROFILES``). Blank or
+    ``None``: the profiles as they are. A malformed entry, an unknown profile or field, or
+    a value out of range raises :class:`~ratchet.errors.ConfigurationError` naming
+    ``source``, the entry and the fix."""
+    changes: dict[str, dict[str, Any]] = {}
+    for raw in (text or "").split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        key, equals, value = entry.partition("=")
+        profile, dot, field = key.strip().partition(".")
+        profile, field = profile.strip().upper(), field.strip()
+        if not equals or not dot or not field or not value.strip():
+            raise ConfigurationError(
+                f"{source}: {echo(entry)} is not PROFILE.field=value; write for example "
+                "FAST.wait_seconds=5."
+            )
+        if profile not in PROFILES:
+            raise ConfigurationError(
+                f"{source}: {echo(entry)} names no profile; profiles: "
+                f"{', '.join(map(str, BreakerProfile))}."
+            )
+        kind = _FIELD_TYPES.get(field)
+        if kind is None:
+            raise ConfigurationError(
+                f"{source}: {echo(entry)} names no setting; settings: {', '.join(_FIELD_TYPES)}."
+            )
+        try:
+            parsed: Any = kind(value.strip())
+        except ValueError:
+            wanted = "a whole number" if kind is int else "a number"
+            raise ConfigurationError(
+                f"{source}: {echo(entry)}: {field} must be {wanted}."
+            ) from None
+        changes.setdefault(profile, {})[field] = parsed
+    if not changes:
+        return PROFILES
+    table = dict(PROFILES)
+    for profile, fields in changes.items():
+        try:
+            table[BreakerProfile(profile)] = PROFILES[profile].with_overrides(**fields)
+        except ValueOutOfRangeError as exc:
+            raise ConfigurationError(f"{source}: profile {profile}: {exc}") from None
+    return types.MappingProxyType(table)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -434,8 +494,16 @@ class CircuitBreaker:
 class CircuitBreakers:
     """The breakers of one node, by name; safe to share between threads."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        profiles: Mapping[str, BreakerSettings] = PROFILES,
+    ) -> None:
+        """``profiles``: the settings each profile name stands for (:data:`PROFILES`, or
+        :func:`profiles_with_overrides` of the application's configuration)."""
         self._clock = clock
+        self.profiles = profiles
         self._lock = threading.Lock()
         self._breakers: dict[str, CircuitBreaker] = {}
 
@@ -444,7 +512,9 @@ class CircuitBreakers:
         with self._lock:
             breaker = self._breakers.get(name)
             if breaker is None:
-                breaker = CircuitBreaker(name, PROFILES[BreakerProfile.DEFAULT], clock=self._clock)
+                breaker = CircuitBreaker(
+                    name, self.profiles[BreakerProfile.DEFAULT], clock=self._clock
+                )
                 self._breakers[name] = breaker
             return breaker
 
@@ -461,7 +531,7 @@ class CircuitBreakers:
         keeps its state, so holders of it see the change), from ``profile`` with
         ``overrides`` (any :class:`BreakerSettings` field) applied. An unknown profile
         raises :class:`~ratchet.errors.ConfigurationError` listing the valid ones."""
-        settings = _resolve_profile(profile).with_overrides(**overrides)
+        settings = _resolve_profile(profile, self.profiles).with_overrides(**overrides)
         with self._lock:
             breaker = self._breakers.get(name)
             if breaker is None:
@@ -485,8 +555,10 @@ class CircuitBreakers:
         return [breaker.snapshot() for breaker in breakers]
 
 
-def _resolve_profile(profile: BreakerProfile | str) -> BreakerSettings:
-    settings = PROFILES.get(profile) if isinstance(profile, str) else None
+def _resolve_profile(
+    profile: BreakerProfile | str, profiles: Mapping[str, BreakerSettings]
+) -> BreakerSettings:
+    settings = profiles.get(profile) if isinstance(profile, str) else None
     if settings is None:
         raise ConfigurationError(
             f"Unknown circuit breaker profile {echo(profile)}. Valid profiles: "
