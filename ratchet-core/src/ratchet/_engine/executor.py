@@ -262,11 +262,6 @@ class JobExecutor:
         for future in futures:
             future.cancel()
 
-    def in_flight_ids(self) -> list[str]:
-        """The ids of the jobs running now."""
-        with self._changed:
-            return [job_id for job_id, _ in self._in_flight]
-
     def cancel_running(self) -> None:
         """Interrupt what can be interrupted: async jobs are cancelled; threads cannot be."""
         with self._changed:

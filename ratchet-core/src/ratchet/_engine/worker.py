@@ -137,7 +137,7 @@ class Worker:
         )
         self.cancels = CancelWatch(
             context.store,
-            held=lambda: [*self.executor.in_flight_ids(), *self.ready.ids()],
+            held=lambda: [*(job.id for job in self.executor.in_flight()), *self.ready.ids()],
             cancel=self.cancel_local,
             interval=options.poll_burst_seconds,
         )
