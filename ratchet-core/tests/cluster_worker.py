@@ -2,7 +2,7 @@
 
     python cluster_worker.py STORE_URL RECORD_FILE [--concurrency N] [--cron]
                              [--guard-off fence|heartbeat|start] [--slow-fire SECONDS]
-                             [--metrics]
+                             [--metrics] [--resource LIMIT]
 
 Jobs append one line per execution to RECORD_FILE: the independent record the tests
 compare with the store. Each process also appends its lifecycle events there, as
@@ -10,7 +10,9 @@ compare with the store. Each process also appends its lifecycle events there, as
 controls: ``fence`` completes whatever claim the job holds now; ``cancels`` hides the
 store's canceled_among from the worker (it never learns of a cancel); ``heartbeat`` makes orphan
 recovery treat every node as dead; ``start`` makes every claim record its jobs' start,
-including those claimed ahead (so a crash charges them all). ``--metrics`` serves the
+including those claimed ahead (so a crash charges them all); ``permits`` grants every resource
+permit without asking the store. ``--resource LIMIT`` configures the resource ``gateway``
+(the ``metered`` and ``hog`` jobs hold it) with that limit. ``--metrics`` serves the
 health probes of :mod:`ratchet.metrics` on a free port and records ``metrics pid=PID url=URL``.
 """
 
@@ -35,7 +37,10 @@ def main() -> None:
     parser.add_argument("record")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--cron", action="store_true")
-    parser.add_argument("--guard-off", choices=["fence", "heartbeat", "start", "cancels"])
+    parser.add_argument(
+        "--guard-off", choices=["fence", "heartbeat", "start", "cancels", "permits"]
+    )
+    parser.add_argument("--resource", type=int, default=0, help="limit of resource 'gateway'")
     parser.add_argument("--slow-fire", type=float, default=0.0)
     parser.add_argument("--metrics", action="store_true", help="serve /healthz on a free port")
     args = parser.parse_args()
@@ -66,6 +71,27 @@ def main() -> None:
     def quick(n: int) -> None:
         time.sleep(0.02)
         record(f"quick {n}")
+
+    if args.resource:
+        app.configure_resource("gateway", max_concurrent=args.resource, retry_delay_ms=50)
+
+    @app.job(name="metered", max_retries=0, resource="gateway")
+    def metered(n: int) -> None:
+        # CLOCK_MONOTONIC is one clock for every process of the machine: the intervals of
+        # all workers can be compared. Taken inside the permit's hold, so the overlap of
+        # these intervals never exceeds the number of permits held at once.
+        began = time.monotonic()
+        time.sleep(0.1)
+        record(f"held {n} {began:.6f} {time.monotonic():.6f} pid={os.getpid()}")
+
+    @app.job(name="hog", max_retries=0, resource="gateway")
+    def hog(n: int) -> None:
+        """Holds the resource for a minute on its first claim, a moment on later ones."""
+        began = time.monotonic()
+        claim = current_job().claim_seq
+        record(f"began hog {n} claim={claim} pid={os.getpid()}")
+        time.sleep(60 if claim == 1 else 0.1)
+        record(f"held {n} {began:.6f} {time.monotonic():.6f} pid={os.getpid()}")
 
     @app.job(name="stoppable", max_retries=3)
     def stoppable(n: int) -> str:
@@ -150,6 +176,8 @@ def main() -> None:
             return recover(**kwargs)
 
         store.recover_orphans = recover_ignoring_heartbeats
+    elif args.guard_off == "permits":
+        store.acquire_permit = lambda *args, **kwargs: True
     elif args.guard_off == "cancels":
         store.canceled_among = lambda job_ids: frozenset()
     elif args.guard_off == "start":

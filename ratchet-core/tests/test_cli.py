@@ -15,6 +15,7 @@ import pytest
 
 from ratchet import JobStatus, Ratchet
 from ratchet.cli import main
+from ratchet.spi import SupportsResourcePermits
 
 
 def write_app(tmp_path: Path, module: str, store_url: str, body: str = "") -> str:
@@ -228,6 +229,16 @@ def test_recurring_list_and_cancel(cli_env: str, capsys: pytest.CaptureFixture[s
     assert main(["recurring", "list"]) == 0
     out = capsys.readouterr().out
     assert "nightly" in out and "0 2 * * *" in out and "fire_once" in out
+    assert main(["recurring", "pause", "nightly"]) == 0
+    assert "Paused recurring schedule 'nightly'" in capsys.readouterr().out
+    assert main(["recurring", "list"]) == 0
+    nightly = next(line for line in capsys.readouterr().out.splitlines() if "nightly" in line)
+    assert "paused" in nightly
+    assert [d.paused for d in app.list_recurring() if d.id == "nightly"] == [True]
+    assert main(["recurring", "resume", "nightly"]) == 0
+    assert main(["recurring", "resume", "weekly"]) == 2
+    assert "No recurring schedule is saved under 'weekly'" in capsys.readouterr().err
+    assert [d.paused for d in app.list_recurring() if d.id == "nightly"] == [False]
     assert main(["recurring", "cancel", "nightly"]) == 0
     assert main(["recurring", "cancel", "nightly"]) == 1
     assert main(["recurring", "cancel", "--tag", "ops"]) == 0
@@ -260,3 +271,46 @@ def test_breakers_lists_settings_and_guarded_jobs(
     plain = write_app(tmp_path, "cli_app_no_breakers", cli_env)
     assert main(["breakers", plain]) == 0
     assert "has no circuit breakers" in capsys.readouterr().out
+
+
+def test_resources_lists_limits_the_stored_limit_and_the_holders(
+    tmp_path: Path, cli_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ratchet resources APP``: each resource APP configures or its jobs name, with
+    APP's limit, the store's (only once a worker wrote it), the retry delay, the jobs and
+    the claims holding permits now."""
+    body = """
+    app.configure_resource("payments-api", max_concurrent=2, retry_delay_ms=750)
+
+    @app.job(name="charge", resource="payments-api")
+    def charge():
+        pass
+
+    @app.job(name="export", resource="licence")
+    def export():
+        pass
+    """
+    app_ref = write_app(tmp_path, "cli_app_resources", cli_env, body)
+    assert main(["resources", app_ref]) == 0
+    out = capsys.readouterr().out
+    payments = next(line for line in out.splitlines() if line.startswith("payments-api"))
+    assert payments.split()[:4] == ["payments-api", "2", "-", "750"], payments
+    assert "charge" in payments
+    licence = next(line for line in out.splitlines() if line.startswith("licence"))
+    assert licence.split()[:3] == ["licence", "-", "-"] and "export" in licence
+
+    app = Ratchet(cli_env, coordinator="none")
+    store = app.store
+    assert isinstance(store, SupportsResourcePermits)
+    store.configure_resource("payments-api", max_concurrent=3)
+    job = app.enqueue(app.job(name="held")(lambda: None))
+    claimed = store.claim_due_jobs(node_id="node-x", limit=1, priority_boost_seconds=0)
+    assert store.acquire_permit("payments-api", job, claimed[0].claim_seq, node_id="node-x")
+    assert main(["resources", app_ref]) == 0
+    payments = next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("payments-api")
+    )
+    assert payments.split()[2] == "3" and f"{job} (node-x)" in payments, payments
+    plain = write_app(tmp_path, "cli_app_no_resources", cli_env)
+    assert main(["resources", plain]) == 0
+    assert "has no resources" in capsys.readouterr().out

@@ -579,3 +579,85 @@ def test_negative_control_a_worker_that_never_checks_for_cancels_runs_on(
     time.sleep(1.5)  # thirty check intervals
     assert not c.lines("stopped 1"), "the body stopped without the worker's check"
     assert app.get_job(job_id).status is JobStatus.CANCELED  # type: ignore[union-attr]
+
+
+def _most_held_at_once(c: Cluster) -> int:
+    """The largest number of ``held`` intervals of the record that overlap."""
+    edges: list[tuple[float, int]] = []
+    for line in c.lines("held "):
+        _, _n, began, ended, _pid = line.split()
+        edges += [(float(began), 1), (float(ended), -1)]
+    most = now = 0
+    for _moment, step in sorted(edges):  # an end sorts before a start at the same moment
+        now += step
+        most = max(most, now)
+    return most
+
+
+# Nine slots deferring 22 jobs every 50 ms keep two cores and the database busy enough to
+# delay a heartbeat past the sub-second grace (measured: up to 0.9 s on MariaDB), and a
+# recovery would rerun a job: these scenarios are about permits, not recovery.
+_NO_RECOVERY = {"RATCHET_NODE_ORPHAN_GRACE_SECONDS": "10"}
+
+
+def _metered_jobs_on_three_nodes(c: Cluster, store_url: str, *flags: str) -> list[Job]:
+    """Three workers with three slots each and the resource ``gateway`` limited to 2 run
+    24 ``metered`` jobs; every job, once all have ended."""
+    app = client(store_url)
+    app.configure_resource("gateway", max_concurrent=2)
+    app.job(name="metered", max_retries=0, resource="gateway")(lambda n: None)
+    ids = app.enqueue_many("metered", [(n,) for n in range(24)])
+    for _ in range(3):
+        c.start("--concurrency", "3", "--resource", "2", *flags)
+    wait_until(lambda: app.store.count_jobs()[JobStatus.SUCCEEDED] == 24, 120, "24 metered jobs", c)
+    return [app.get_job(job_id) for job_id in ids]  # type: ignore[misc]
+
+
+def test_three_nodes_never_hold_more_permits_than_the_limit(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """Resource permits across processes: the intervals the bodies record never overlap
+    more than the limit of 2 (and reach it), every job ran once, on its first attempt
+    (waiting for the resource cost none)."""
+    c = cluster(**_NO_RECOVERY)
+    jobs = _metered_jobs_on_three_nodes(c, store_url)
+    assert all(job.attempts == 1 for job in jobs), [job.attempts for job in jobs]
+    assert len(c.lines("held ")) == 24
+    assert _most_held_at_once(c) == 2
+
+
+def test_negative_control_without_permits_the_nodes_exceed_the_limit(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """The same three nodes granting every permit themselves run more than 2 at once:
+    the bound above is the store's permits' doing."""
+    c = cluster(**_NO_RECOVERY)
+    _metered_jobs_on_three_nodes(c, store_url, "--guard-off", "permits")
+    assert _most_held_at_once(c) > 2
+
+
+def test_the_permit_of_a_killed_node_comes_back_through_orphan_recovery(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """With a limit of 1, a node is SIGKILLed while its ``hog`` job holds the only permit:
+    another node runs the queued ``metered`` jobs once recovery has taken the dead
+    node's claim (the permit is not held forever), the hog runs again, and no two
+    bodies ever held the resource at once."""
+    c = cluster()
+    app = client(store_url)
+    app.configure_resource("gateway", max_concurrent=1)
+    for name in ("metered", "hog"):
+        app.job(name=name, max_retries=0, resource="gateway")(lambda n: None)
+    hog = app.enqueue("hog", 0)
+    victim = c.start("--concurrency", "2", "--resource", "1")
+    wait_until(lambda: bool(c.lines("began hog 0 claim=1")), 30, "the hog to take the permit", c)
+    ids = app.enqueue_many("metered", [(n,) for n in range(1, 4)])
+    victim.kill()
+    victim.wait()
+    c.start("--concurrency", "2", "--resource", "1")
+    wait_until(
+        lambda: app.store.count_jobs()[JobStatus.SUCCEEDED] == 4, 60, "every job to succeed", c
+    )
+    assert app.get_job(hog).claim_seq >= 2  # type: ignore[union-attr]
+    assert all(app.get_job(i).attempts == 1 for i in ids)  # type: ignore[union-attr]
+    assert _most_held_at_once(c) == 1

@@ -2,7 +2,8 @@
 at Django migration ``ratchet.0001_initial`` and store schema version 3 (what that
 release's ``migrate`` left) reaches the shipped store schema with ``migrate``, through
 ``ratchet.0002_archive_purge`` (and one at store schema 4 through
-``ratchet.0003_job_query``). Run in subprocesses with the example project's settings
+``ratchet.0003_job_query``, and one at store schema 5 through
+``ratchet.0004_flow_control``). Run in subprocesses with the example project's settings
 (examples/django, a temporary SQLite file), as Django's settings are process-wide.
 """
 
@@ -111,3 +112,22 @@ def test_migrate_brings_an_install_at_store_schema_4_to_the_shipped_schema(
         indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"ratchet_job_name_created", "ratchet_job_business_key_created"} <= indexes
     assert "[X]  ratchet.0003_job_query" in manage(database, "showmigrations", "ratchet", "-p")
+
+
+def test_migrate_brings_an_install_at_store_schema_5_to_the_shipped_schema(
+    tmp_path: Path,
+) -> None:
+    """The release of Django migration 0003 left the store at version 5: recording 0003
+    (the negative control) changes nothing, and ``migrate`` then applies 0004, which adds
+    the resource-permit tables of store migration 6."""
+    database = tmp_path / "shop.sqlite3"
+    _write_store_schema(database, 5)
+    manage(database, "migrate", "ratchet", "0003_job_query", "--fake")
+    assert _store_versions(database) == [1, 2, 3, 4, 5]
+
+    manage(database, "migrate")
+    assert _store_versions(database) == [v for v, _name, _text in _shipped_store_migrations()]
+    with sqlite3.connect(database) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"ratchet_resource", "ratchet_resource_permit"} <= tables
+    assert "[X]  ratchet.0004_flow_control" in manage(database, "showmigrations", "ratchet", "-p")

@@ -213,3 +213,48 @@ def test_enqueue_wakes_the_poller_but_not_the_recurring_scheduler(app: Ratchet) 
     app.schedule_recurring(work, "0 1 * * *", id="nightly")
     assert worker._recurring_wake.is_set()
     app._wakeups.detach(worker)
+
+
+@pytest.mark.parametrize(
+    ("policy", "jobs_after_resume"), [(Misfire.FIRE_ONCE, 1), (Misfire.SKIP, 0)]
+)
+def test_a_paused_schedule_does_not_fire_and_resume_applies_the_misfire_policy(
+    app: Ratchet, policy: str, jobs_after_resume: int
+) -> None:
+    """``app.pause_recurring``: the scheduler passes the schedule by (its instants go
+    unrecorded), saving it again keeps it paused, ``list_recurring`` says so; after
+    ``app.resume_recurring`` the instants missed meanwhile meet the misfire policy like
+    any missed instants (fire_once: one job; skip: none, the skip recorded)."""
+
+    @app.job
+    def work() -> None: ...
+
+    app.schedule_recurring(work, "* * * * * *", id="r", misfire=policy)
+    backlog(app, "r", 10)
+    app.pause_recurring("r")
+    app.schedule_recurring(work, "* * * * * *", id="r", misfire=policy)  # a redeploy
+    [saved] = app.list_recurring()
+    assert saved.paused
+    scheduler = RecurringScheduler(app._node_context(), max_sleep=1)
+    before = app.store.last_recurring_fire("r")
+    scheduler.tick()
+    assert app.list_jobs() == []
+    assert app.store.last_recurring_fire("r") == before, "a paused schedule recorded a fire"
+
+    app.resume_recurring("r")
+    assert not app.list_recurring()[0].paused
+    scheduler.tick()
+    assert len(app.list_jobs()) == jobs_after_resume
+    last = app.store.last_recurring_fire("r")
+    assert last is not None and last > before  # type: ignore[operator]
+
+
+def test_pausing_an_unknown_schedule_says_what_is_saved(app: Ratchet) -> None:
+    @app.job
+    def work() -> None: ...
+
+    app.schedule_recurring(work, "0 2 * * *", id="nightly")
+    for change in (app.pause_recurring, app.resume_recurring):
+        with pytest.raises(ratchet.errors.UnknownRecurringError, match="'nightly'"):
+            change("hourly")
+    assert not app.list_recurring()[0].paused

@@ -348,6 +348,32 @@ def test_run_now_fires_the_schedule_under_its_business_key(
     assert "Refused: No recurring schedule is saved under &#39;x&#39;" in unknown.text
 
 
+def test_pause_and_resume_a_schedule_from_the_recurring_page(
+    client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
+) -> None:
+    """Pause shows the schedule paused (and a Resume button) for every node; Resume lets
+    it fire again; both are audited; an unknown id is refused, naming it."""
+    seen = audits(ratchet_app)
+    token = csrf(client, "/recurring")
+    paused = client.post(
+        "/actions/pause-schedule", data={"csrf_token": token, "recurring_id": "nightly"}
+    )
+    assert "Schedule &#39;nightly&#39; is paused" in paused.text
+    assert [d.paused for d in ratchet_app.list_recurring() if d.id == "nightly"] == [True]
+    page = client.get("/recurring").text
+    assert "<strong>paused</strong>" in page and "/actions/resume-schedule" in page
+    resumed = client.post(
+        "/actions/resume-schedule", data={"csrf_token": token, "recurring_id": "nightly"}
+    )
+    assert "is resumed" in resumed.text
+    assert [d.paused for d in ratchet_app.list_recurring() if d.id == "nightly"] == [False]
+    assert [e.action for e in seen] == ["pause_recurring", "resume_recurring"]
+    unknown = client.post(
+        "/actions/pause-schedule", data={"csrf_token": token, "recurring_id": "x"}
+    )
+    assert "Refused: No recurring schedule is saved under &#39;x&#39;" in unknown.text
+
+
 def test_the_return_address_stays_on_the_dashboard(
     client: TestClient, populated: dict[str, str]
 ) -> None:
@@ -400,7 +426,15 @@ def test_read_only_hides_the_buttons_and_refuses_actions(
             assert "<button" not in text.replace('<button type="submit">Filter</button>', ""), path
             assert "/actions/" not in text, path
         token = csrf(client)
-        for action in ("retry", "cancel", "retry-all", "purge", "run-now"):
+        for action in (
+            "retry",
+            "cancel",
+            "retry-all",
+            "purge",
+            "run-now",
+            "pause-schedule",
+            "resume-schedule",
+        ):
             response = client.post(
                 f"/actions/{action}",
                 data={

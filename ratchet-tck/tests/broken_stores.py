@@ -5,8 +5,10 @@ first ones live here; the mutation catalogue continues in ``broken_queue_stores.
 ``broken_cluster_stores.py``, ``broken_capability_stores.py`` and
 ``broken_detail_stores.py`` (from mutation testing, MUTATION.md), with
 ``broken_job_log_stores.py``, ``broken_retry_stores.py``, ``broken_archive_stores.py``,
-``broken_rewrite_stores.py``, ``broken_query_stores.py``, ``broken_snooze_stores.py`` and
-``broken_running_cancel_stores.py`` for optional capabilities. :func:`named` finds a store in any of them, and the baseline
+``broken_rewrite_stores.py``, ``broken_query_stores.py``, ``broken_snooze_stores.py``,
+``broken_running_cancel_stores.py``, ``broken_resource_permit_stores.py`` and
+``broken_recurring_pause_stores.py`` for optional
+capabilities. :func:`named` finds a store in any of them, and the baseline
 ``ReferenceStore`` of ``reference_stores.py``.
 """
 
@@ -24,6 +26,8 @@ import broken_detail_stores
 import broken_job_log_stores
 import broken_query_stores
 import broken_queue_stores
+import broken_recurring_pause_stores
+import broken_resource_permit_stores
 import broken_retry_stores
 import broken_rewrite_stores
 import broken_running_cancel_stores
@@ -51,6 +55,8 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_query_stores,
         broken_snooze_stores,
         broken_running_cancel_stores,
+        broken_resource_permit_stores,
+        broken_recurring_pause_stores,
         reference_stores,
     )
     for module in modules:

@@ -255,6 +255,55 @@ CATALOGUE = [
     ("CanceledAmongEchoesIdsStore", "test_canceled_among_names_exactly_the_canceled_jobs"),
     ("CanceledAmongAnyStatusStore", "test_canceled_among_names_exactly_the_canceled_jobs"),
     ("CanceledAmongFirstThousandStore", "test_canceled_among_reads_every_id_of_a_long_list"),
+    # cluster-wide resource permits (SupportsResourcePermits)
+    ("PermitLimitOffByOneStore", "test_permits_are_granted_up_to_the_limit"),
+    (
+        "UnconfiguredAsFullPermitStore",
+        "test_permits_of_an_unconfigured_resource_raise_and_bad_limits_are_refused",
+    ),
+    (
+        "BoolLimitPermitStore",
+        "test_permits_of_an_unconfigured_resource_raise_and_bad_limits_are_refused",
+    ),
+    ("UnfencedReleasePermitStore", "test_a_permit_release_frees_capacity_fenced_by_the_claim"),
+    (
+        "ReleaseAlwaysAnswersTrueStore",
+        "test_a_permit_release_frees_capacity_fenced_by_the_claim",
+    ),
+    ("ReacquireCountsOwnPermitStore", "test_a_claim_acquiring_again_holds_one_permit"),
+    ("EndedPermitsCountStore", "test_a_permit_of_an_ended_claim_stops_counting"),
+    ("EndedPermitsCountStore", "test_a_new_claim_replaces_the_permit_of_an_earlier_claim"),
+    ("HoldersListEndedPermitsStore", "test_a_permit_of_an_ended_claim_stops_counting"),
+    (
+        "HousekeepingTakesLivePermitsStore",
+        "test_release_ended_permits_deletes_only_the_permits_of_ended_claims",
+    ),
+    ("StaleClaimAcquiresPermitStore", "test_a_claim_that_is_not_running_is_granted_no_permit"),
+    ("FinishedJobAcquiresPermitStore", "test_a_claim_that_is_not_running_is_granted_no_permit"),
+    (
+        "EarlierClaimPermitKeptStore",
+        "test_a_new_claim_replaces_the_permit_of_an_earlier_claim",
+    ),
+    ("NodeReleaseTakesResourcesStore", "test_a_node_release_deletes_only_that_nodes_permits"),
+    ("LoweredLimitEvictsStore", "test_a_lowered_limit_takes_no_permit_back"),
+    ("FirstLimitStaysStore", "test_a_lowered_limit_takes_no_permit_back"),
+    ("CheckThenInsertPermitStore", "test_racing_acquires_never_exceed_the_permit_limit"),
+    (
+        "PermitHoldersByJobIdStore",
+        "test_permit_holders_are_listed_oldest_first_with_their_fields",
+    ),
+    (
+        "WholeSecondPermitTimeStore",
+        "test_permit_holders_are_listed_oldest_first_with_their_fields",
+    ),
+    # pausing recurring schedules (SupportsRecurringPause)
+    ("RedeployUnpausesStore", "test_saving_a_paused_schedule_again_keeps_it_paused"),
+    ("PauseEveryScheduleStore", "test_a_paused_schedule_reads_back_paused_and_resumes"),
+    (
+        "PauseAnswersTrueStore",
+        "test_pausing_an_unknown_schedule_answers_false_and_writes_nothing",
+    ),
+    ("PauseNeverReadBackStore", "test_a_paused_schedule_reads_back_paused_and_resumes"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -330,6 +379,8 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_job_log_stores
     import broken_query_stores
     import broken_queue_stores
+    import broken_recurring_pause_stores
+    import broken_resource_permit_stores
     import broken_retry_stores
     import broken_rewrite_stores
     import broken_running_cancel_stores
@@ -353,6 +404,8 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_query_stores,
             broken_snooze_stores,
             broken_running_cancel_stores,
+            broken_resource_permit_stores,
+            broken_recurring_pause_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

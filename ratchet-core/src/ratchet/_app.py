@@ -11,6 +11,7 @@ from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._engine.cancels import cancel_in_store
 from ratchet._engine.node import LocalWakeups, NodeContext
+from ratchet._engine.permits import DEFAULT_RETRY_DELAY_MS, Resources, ResourceSettings
 from ratchet._environment import warn_about_unknown_variables
 from ratchet._event_bus import Subscription
 from ratchet._job_logs import JobLogs, JobProgress
@@ -76,6 +77,7 @@ from ratchet.spi import (
     SupportsCancelHints,
     SupportsCompletionHints,
     SupportsJobLogs,
+    SupportsRecurringPause,
     SupportsTransactionalEnqueue,
     WakeupHint,
 )
@@ -196,6 +198,8 @@ class Ratchet:
             )
         )
         """This process's circuit breakers, by name (:mod:`ratchet.circuit_breakers`)."""
+        self.resources = Resources()
+        """The resources configured here (:meth:`configure_resource`), by name."""
         self._waiters: CompletionWaiters | None = None  # made by the first wait_for
         self.observers = Observers(self.node_id, self.store.database_time)
         self.observers.seal_jobs = self.payloads.seal_jobs
@@ -340,6 +344,7 @@ class Ratchet:
         encrypted: bool = False,
         concurrency: int | None = None,
         circuit_breaker: str | None = None,
+        resource: str | None = None,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -358,6 +363,7 @@ class Ratchet:
         encrypted: bool = False,
         concurrency: int | None = None,
         circuit_breaker: str | None = None,
+        resource: str | None = None,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or ``async def``) as a job: ``@app.job`` or
         ``@app.job(max_retries=5, …)``. The name defaults to ``module:qualname``.
@@ -373,7 +379,10 @@ class Ratchet:
         interval (:mod:`ratchet._engine.job_limits`). ``circuit_breaker="name"`` guards
         the job with that breaker of each node (:meth:`configure_circuit_breaker`; the
         DEFAULT profile unless configured): while it is open the job is deferred, without
-        using attempts (:mod:`ratchet._engine.breaking`)."""
+        using attempts (:mod:`ratchet._engine.breaking`). ``resource="name"`` makes every
+        attempt hold a cluster-wide permit of that resource (:meth:`configure_resource`);
+        at capacity the job is deferred by the resource's retry delay, without using
+        attempts (:mod:`ratchet._engine.permits`)."""
         if encrypted:
             self.payloads.require("@app.job(encrypted=True)")
         success_path = (
@@ -401,6 +410,7 @@ class Ratchet:
                 encrypted=encrypted,
                 concurrency=concurrency,
                 circuit_breaker=circuit_breaker,
+                resource=resource,
             )
             existing = self.registry.get(definition.name)
             if existing is not None and existing.target != definition.target:
@@ -565,6 +575,40 @@ class Ratchet:
                 stopped += self.cancel_recurring_by_business_key(definition.id)
         return stopped
 
+    def pause_recurring(self, recurring_id: str) -> None:
+        """Stop the saved schedule ``recurring_id`` from firing, on every node, until
+        :meth:`resume_recurring`; a fire already enqueued or running is left alone. The
+        pause is kept in the store, so it outlasts restarts and a worker saving its
+        ``@app.recurring`` definitions again. :class:`~ratchet.errors.UnknownRecurringError`
+        when no schedule is saved under that id; ConfigurationError when the store cannot
+        pause schedules (``ratchet.spi.SupportsRecurringPause``)."""
+        self._set_recurring_paused(recurring_id, paused=True)
+
+    def resume_recurring(self, recurring_id: str) -> None:
+        """Let the paused schedule ``recurring_id`` fire again. The instants missed while
+        it was paused are treated as any missed instants, by its misfire policy
+        (``fire_once``: one run now; ``skip``: none, the next instant fires;
+        ``catch_up:N``: up to N, oldest first). Errors as :meth:`pause_recurring`."""
+        self._set_recurring_paused(recurring_id, paused=False)
+        self._wakeups.wake(schedules_changed=True)
+
+    def _set_recurring_paused(self, recurring_id: str, *, paused: bool) -> None:
+        from ratchet.errors import UnknownRecurringError
+
+        store = self.store
+        if not isinstance(store, SupportsRecurringPause):
+            raise ConfigurationError(
+                f"The store {store.describe()} cannot pause recurring schedules (it lacks "
+                "ratchet.spi.SupportsRecurringPause); cancel the schedule instead."
+            )
+        if not store.set_recurring_paused(recurring_id, paused):
+            saved = ", ".join(repr(d.id) for d in store.list_recurring()) or "none"
+            raise UnknownRecurringError(
+                f"No recurring schedule is saved under {recurring_id!r}. Saved: {saved}. "
+                "A @app.recurring schedule is saved once a worker of the application has "
+                "started."
+            )
+
     def run_recurring_now(self, recurring_id: str) -> str:
         """Enqueue one run of the saved schedule ``recurring_id`` now, outside its cron
         instants; returns the new job's id. The job is the one a fire would store (the
@@ -624,6 +668,7 @@ class Ratchet:
             store_job=self._store_job,
             store_job_in=self._store_job_in,
             trusted_callbacks=self.trusted_callbacks,
+            check_resource=self.resources.require,
         )
 
     def enqueue(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> str:
@@ -961,6 +1006,27 @@ class Ratchet:
             name, profile=profile, record=record, ignore=ignore, **overrides
         )
 
+    def configure_resource(
+        self,
+        name: str,
+        *,
+        max_concurrent: int,
+        retry_delay_ms: int = DEFAULT_RETRY_DELAY_MS,
+    ) -> ResourceSettings:
+        """Limit the resource ``name`` (``@app.job(resource=name)``,
+        ``builder.resource(name)``) to ``max_concurrent`` running attempts at once across
+        the whole cluster; a job that finds it at capacity is due again after
+        ``retry_delay_ms``, without using an attempt. Calling it again changes the
+        settings.
+
+        The limit is kept in the store, written by each worker when it starts (so
+        configure every node alike: the last one to start sets it); enqueueing a job
+        that names a resource not configured here raises ResourceNotConfiguredError.
+        See :mod:`ratchet._engine.permits`."""
+        return self.resources.configure(
+            name, max_concurrent=max_concurrent, retry_delay_ms=retry_delay_ms
+        )
+
     def circuit_breaker(self, name: str) -> CircuitBreaker:
         """This process's circuit breaker ``name`` (made with the DEFAULT profile when it
         was never configured): ``.state``, ``.snapshot()``, and ``.open()`` / ``.reset()``
@@ -1139,6 +1205,7 @@ class Ratchet:
             trusted_callbacks=self.trusted_callbacks,
             payloads=self.payloads,
             circuit_breakers=self.circuit_breakers,
+            resources=self.resources,
         )
 
     def _on_wakeup_hint(self, hint: WakeupHint) -> None:

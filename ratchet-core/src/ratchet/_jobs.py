@@ -47,6 +47,7 @@ from ratchet.errors import (
 __all__ = [
     "ON_FAILURE_PARAM",
     "ON_SUCCESS_PARAM",
+    "RESOURCE_PARAM",
     "Callback",
     "JobApplication",
     "JobBuilder",
@@ -85,6 +86,8 @@ class JobDefinition:
     """At most this many attempts at once per worker (``None``: only the worker's slots)."""
     circuit_breaker: str | None = None
     """The name of the node's circuit breaker that guards this job (``None``: none)."""
+    resource: str | None = None
+    """The resource each attempt holds a cluster-wide permit of (``None``: none)."""
     # None when the function's signature cannot be read (some builtins): calls go unchecked.
     signature: inspect.Signature | None = field(default=None, compare=False, repr=False)
 
@@ -184,6 +187,8 @@ def job_target(func: Callable[..., Any], *, named: bool) -> str:
     )
 
 
+RESOURCE_PARAM = "ratchet.resource"
+"""The job param a submission's ``builder.resource(name)`` is stored under."""
 ON_SUCCESS_PARAM = "ratchet.on_success"
 ON_FAILURE_PARAM = "ratchet.on_failure"
 
@@ -226,6 +231,7 @@ def make_definition(
     encrypted: bool = False,
     concurrency: int | None = None,
     circuit_breaker: str | None = None,
+    resource: str | None = None,
 ) -> JobDefinition:
     """Validate ``@app.job`` arguments into a definition.
 
@@ -252,6 +258,7 @@ def make_definition(
         circuit_breaker=(
             None if circuit_breaker is None else _key(circuit_breaker, "Circuit breaker name")
         ),
+        resource=None if resource is None else _key(resource, "Resource name"),
         signature=_signature(func),
     )
 
@@ -404,6 +411,10 @@ class JobBuilder:
     tags_value: tuple[str, ...] = ()
     params_value: dict[str, Any] = field(default_factory=dict)
     encrypted_value: bool = False
+    resource_value: str | None = None
+    # The application's check that a resource is configured (name, what names it):
+    # raises ResourceNotConfiguredError. None: no check (a builder made outside an app).
+    check_resource: Callable[[str, str], object] | None = field(default=None, repr=False)
 
     @classmethod
     def for_definition(
@@ -416,6 +427,7 @@ class JobBuilder:
         store_job: Callable[[NewJob], str],
         store_job_in: Callable[[Any, NewJob], str],
         trusted_callbacks: dict[str, Callable[..., Any]] | None = None,
+        check_resource: Callable[[str, str], object] | None = None,
     ) -> JobBuilder:
         """A builder with the job's defaults."""
         return cls(
@@ -433,6 +445,8 @@ class JobBuilder:
             on_success_value=definition.on_success,
             on_failure_value=definition.on_failure,
             encrypted_value=definition.encrypted,
+            resource_value=definition.resource,
+            check_resource=check_resource,
         )
 
     def priority(self, priority: JobPriority | int) -> JobBuilder:
@@ -511,6 +525,13 @@ class JobBuilder:
         self.encrypted_value = bool(encrypted)
         return self
 
+    def resource(self, name: str | None) -> JobBuilder:
+        """Hold a cluster-wide permit of the resource ``name`` while this job runs
+        (``app.configure_resource``), instead of the job's default; ``None`` holds none.
+        A resource that is not configured raises ResourceNotConfiguredError at submit."""
+        self.resource_value = None if name is None else _key(name, "Resource name")
+        return self
+
     def param(self, key: str, value: Any) -> JobBuilder:
         """A named value the job reads with ``current_job().param(key)``."""
         self.params_value[_key(key, "Param key")] = value
@@ -523,6 +544,12 @@ class JobBuilder:
         definition = self.definition
         check_arguments(definition, self.args, self.kwargs)
         params = self.params_value
+        resource = self.resource_value
+        if resource is not None and self.check_resource is not None:
+            self.check_resource(resource, f"Job {definition.name!r}")
+        if resource != definition.resource:
+            # Only a submission's own choice is stored; the definition's applies at run time.
+            params = {**params, RESOURCE_PARAM: resource}
         if self.on_success_value is not None or self.on_failure_value is not None:
             params = dict(params)
             if self.on_success_value is not None:

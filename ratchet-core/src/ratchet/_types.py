@@ -30,6 +30,7 @@ __all__ = [
     "NewJob",
     "NodeInfo",
     "OrphanRecovery",
+    "PermitHolder",
     "RecurringDefinition",
     "StoredPayload",
 ]
@@ -237,6 +238,18 @@ class NodeInfo:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PermitHolder:
+    """A claim holding one permit of a resource (``SupportsResourcePermits``): the job, the
+    claim of it that acquired the permit, the node running it, and when (database clock)."""
+
+    resource: str
+    job_id: str
+    claim_seq: int
+    node_id: str
+    acquired_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class OrphanRecovery:
     """Result of an orphan scan: jobs returned to PENDING, and those past the crash limit.
 
@@ -361,3 +374,6 @@ class RecurringDefinition:
     tags: tuple[str, ...] = ()
     source: str = "api"
     created_at: datetime | None = None
+    paused: bool = False
+    """Set by the store (``SupportsRecurringPause``): a paused schedule does not fire.
+    Saving a definition never changes it."""

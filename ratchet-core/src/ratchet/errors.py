@@ -29,6 +29,7 @@ __all__ = [
     "PayloadDecryptionError",
     "PayloadTooLargeError",
     "RatchetError",
+    "ResourceNotConfiguredError",
     "StoreNotFoundError",
     "StoreUnavailableError",
     "TargetNotAllowedError",
@@ -121,6 +122,10 @@ class UnknownRecurringError(RatchetError, LookupError):
 
 class JobDefinitionError(RatchetError, ValueError):
     """A job registration that workers could not run, refused where it is written."""
+
+
+class ResourceNotConfiguredError(RatchetError, LookupError):
+    """A job names a resource no limit was configured for (``app.configure_resource``)."""
 
 
 class JobNotFoundError(RatchetError, LookupError):

@@ -327,10 +327,28 @@ class _Dashboard:
         self.app.audit("run_now", actor=actor, job_ids=[job_id], detail=detail)
         return f"Schedule {recurring_id!r} runs now as job {job_id}.", {}
 
+    def _pause_schedule(self, form: FormData, actor: str) -> tuple[str, dict[str, str]]:
+        recurring_id = str(form.get("recurring_id", ""))
+        self.app.pause_recurring(recurring_id)
+        self.app.audit("pause_recurring", actor=actor, detail=f"schedule {recurring_id!r}")
+        return f"Schedule {recurring_id!r} is paused: it fires no more until resumed.", {}
+
+    def _resume_schedule(self, form: FormData, actor: str) -> tuple[str, dict[str, str]]:
+        recurring_id = str(form.get("recurring_id", ""))
+        self.app.resume_recurring(recurring_id)
+        self.app.audit("resume_recurring", actor=actor, detail=f"schedule {recurring_id!r}")
+        return (
+            f"Schedule {recurring_id!r} is resumed; the instants it missed follow its "
+            "misfire policy.",
+            {},
+        )
+
     ACTIONS: Mapping[str, Callable[[_Dashboard, FormData, str], tuple[str, dict[str, str]]]] = {
         "retry": _retry,
         "cancel": _cancel,
         "retry-all": _retry_all,
         "purge": _purge,
         "run-now": _run_now,
+        "pause-schedule": _pause_schedule,
+        "resume-schedule": _resume_schedule,
     }

@@ -27,6 +27,7 @@ ALL_VERSIONS = [
     (3, "0003_job_logs.sql"),
     (4, "0004_archive_purge.sql"),
     (5, "0005_job_query.sql"),
+    (6, "0006_flow_control.sql"),
 ]
 
 

@@ -25,6 +25,7 @@ def test_schema_sql_is_every_migration_without_a_connection() -> None:
         "0003_job_logs.sql",
         "0004_archive_purge.sql",
         "0005_job_query.sql",
+        "0006_flow_control.sql",
     ]
     for table in SQL_TABLES | {"ratchet_schema_version"}:
         assert f"CREATE TABLE IF NOT EXISTS {table} (" in text, table

@@ -22,6 +22,7 @@ from ratchet._engine.purges import RetentionPurges
 from ratchet._logs import get_logger
 from ratchet._messages import CRASH_LIMIT_MESSAGE, STALE_EXECUTION_MESSAGE
 from ratchet._types import OrphanRecovery
+from ratchet.spi import SupportsResourcePermits
 
 __all__ = ["ORPHAN_SCAN_LIMIT", "ORPHAN_SCAN_LOCK", "Maintenance"]
 
@@ -118,6 +119,10 @@ class Maintenance:
             dead = self.fail_exhausted(recovery)
             if self.lifecycle is not None:
                 self.lifecycle.orphans_recovered(recovery.reset, dead)
+            if isinstance(self.store, SupportsResourcePermits):
+                # The permits of the claims just ended (and any other ended ones): they
+                # count for nothing already; this deletes their rows.
+                self.store.release_ended_permits()
             self.store.close_stale_executions(
                 grace_seconds=grace, message=STALE_EXECUTION_MESSAGE, limit=ORPHAN_SCAN_LIMIT
             )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ratchet._config import RatchetOptions
+from ratchet._engine.permits import Resources
 from ratchet._jobs import JobDefinition
 from ratchet._observers import Observers
 from ratchet._payloads import Payloads
@@ -103,7 +104,9 @@ class NodeContext:
     callbacks it named by function (live, see :mod:`ratchet._engine.callbacks`);
     ``payloads`` seals and opens job payloads with the application's keys
     (:mod:`ratchet._payloads`); ``circuit_breakers`` are the application's breakers, which
-    guard the jobs that name one (:mod:`ratchet._engine.breaking`).
+    guard the jobs that name one (:mod:`ratchet._engine.breaking`); ``resources`` the
+    application's configured resources, whose permits the jobs naming one hold
+    (:mod:`ratchet._engine.permits`).
     """
 
     store: JobStore
@@ -120,3 +123,4 @@ class NodeContext:
     trusted_callbacks: Mapping[str, Callable[..., Any]]
     payloads: Payloads = field(default_factory=Payloads)
     circuit_breakers: CircuitBreakers = field(default_factory=CircuitBreakers)
+    resources: Resources = field(default_factory=Resources)

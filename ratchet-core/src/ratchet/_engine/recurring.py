@@ -128,6 +128,8 @@ class RecurringScheduler:
         now = self.store.database_time()
         next_fire: datetime | None = None
         for definition in self.store.list_recurring():
+            if definition.paused:  # its missed instants meet the misfire policy on resume
+                continue
             try:
                 upcoming = self._fire_due(definition, now)
             except Exception as exc:

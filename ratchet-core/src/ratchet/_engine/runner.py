@@ -32,10 +32,11 @@ from ratchet._engine.job_limits import JobConcurrency, deferral_message
 from ratchet._engine.job_logs import JobLogWriter
 from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.outcomes import Fail, Outcome, OutcomeRecorder, Postpone, Retry, Succeed
+from ratchet._engine.permits import PermitGate, PermitHeld, capacity_message
 from ratchet._engine.targets import resolve_untrusted_target
 from ratchet._engine.timeouts import await_with_timeout, call_with_timeout
 from ratchet._failures import Snooze, is_do_not_retry
-from ratchet._jobs import JobDefinition
+from ratchet._jobs import RESOURCE_PARAM, JobDefinition
 from ratchet._limits import MAX_DELAY_SECONDS
 from ratchet._logs import get_logger
 from ratchet._observers import Observers
@@ -43,7 +44,7 @@ from ratchet._payloads import Payloads
 from ratchet._retry import backoff_seconds
 from ratchet._types import ClaimedJob
 from ratchet.circuit_breakers import CircuitBreakers
-from ratchet.errors import PayloadDecryptionError, TargetNotAllowedError
+from ratchet.errors import ConfigurationError, PayloadDecryptionError, TargetNotAllowedError
 from ratchet.spi import ClassPolicy, RetryPolicy
 
 __all__ = ["JobRunner", "Resolved", "Target", "Unresolvable", "resolve_target"]
@@ -91,7 +92,8 @@ def resolve_target(
 
 class _Admitted:
     """What an admitted attempt holds until it ends: a count of its job's concurrency
-    (``name``) and its breaker's admission; :meth:`close` gives both back once."""
+    (``name``), its breaker's admission and its resource permit; :meth:`close` gives
+    each back once (the permit through the store: blocking)."""
 
     def __init__(
         self, counts: JobConcurrency, name: str | None, breaker: BreakerAdmission | None
@@ -99,8 +101,12 @@ class _Admitted:
         self.counts = counts
         self.name = name
         self.breaker = breaker
+        self.permit: PermitHeld | None = None
+        self.gate: PermitGate | None = None
 
     def close(self) -> None:
+        if self.permit is not None and self.gate is not None:
+            self.gate.release(self.permit)
         if self.breaker is not None:
             self.breaker.close()
         if self.name is not None:
@@ -125,6 +131,7 @@ class JobRunner:
         payloads: Payloads | None = None,
         defer_seconds: float = 0.5,
         breakers: CircuitBreakers | None = None,
+        permits: PermitGate | None = None,
     ) -> None:
         """Decisions are written by ``recorder``. A result whose JSON exceeds
         ``max_result_bytes`` is dropped (the job succeeds). ``lifecycle`` is told when
@@ -133,7 +140,9 @@ class JobRunner:
         ``payloads`` opens sealed payloads and seals results (``None``: no keys);
         ``defer_seconds``: how long a job over its ``concurrency`` waits before it is due
         again (:mod:`ratchet._engine.job_limits`); ``breakers``: the node's circuit
-        breakers, by the name a job gives (``None``: jobs run unguarded)."""
+        breakers, by the name a job gives (``None``: jobs run unguarded); ``permits``:
+        the node's resource permits (:mod:`ratchet._engine.permits`; ``None``: a job
+        naming a resource fails, as on a store that keeps none)."""
         self.recorder = recorder
         self.registry = registry
         self.class_policy = class_policy
@@ -145,6 +154,7 @@ class JobRunner:
         self.payloads = payloads or Payloads()
         self.defer_seconds = defer_seconds
         self.breakers = breakers
+        self.permits = permits
         self.concurrency = JobConcurrency()
         """Attempts running per job name, for ``@app.job(concurrency=N)``."""
         self.attempts = RunningAttempts()
@@ -171,9 +181,11 @@ class JobRunner:
         """Run a synchronous job in the calling thread (with a timeout, on a helper thread
         that the calling thread waits for: see :mod:`ratchet._engine.timeouts`), or defer
         it (:meth:`_admit`)."""
-        admitted = self._admit(job)
+        admitted = self._admit(job, target)
         if isinstance(admitted, Postpone):
             return self._defer(job, admitted)
+        if isinstance(admitted, Unresolvable):
+            return self._run_sync(job, admitted, None)
         try:
             return self._run_sync(job, target, admitted.breaker)
         finally:
@@ -204,13 +216,24 @@ class JobRunner:
     async def run_async(self, job: ClaimedJob, target: Resolved) -> Outcome:
         """Run an ``async def`` job on the current event loop, or defer it
         (:meth:`_admit`)."""
-        admitted = self._admit(job)
+        # A permit is the store's: asked for and given back off the event loop.
+        blocking = self._resource(job, target) is not None
+        admitted = (
+            await asyncio.to_thread(self._admit, job, target)
+            if blocking
+            else self._admit(job, target)
+        )
         if isinstance(admitted, Postpone):
             return await asyncio.to_thread(self._defer, job, admitted)
+        if isinstance(admitted, Unresolvable):
+            return await asyncio.to_thread(self._run_sync, job, admitted, None)
         try:
             return await self._run_async(job, target, admitted.breaker)
         finally:
-            admitted.close()
+            if blocking:
+                await asyncio.to_thread(admitted.close)
+            else:
+                admitted.close()
 
     async def _run_async(
         self, job: ClaimedJob, target: Resolved, breaker: BreakerAdmission | None
@@ -229,26 +252,57 @@ class JobRunner:
             return await asyncio.to_thread(self.record_failure, job, exc, started)
         return await asyncio.to_thread(self.record_success, job, result, started)
 
-    def _admit(self, job: ClaimedJob) -> _Admitted | Postpone:
+    def _admit(self, job: ClaimedJob, target: Resolved) -> _Admitted | Postpone | Unresolvable:
         """May the attempt start? Not while its job's ``concurrency`` is reached on this
         worker (:mod:`ratchet._engine.job_limits`), nor while its circuit breaker refuses
-        calls (:mod:`ratchet._engine.breaking`): then the deferral to record."""
+        calls (:mod:`ratchet._engine.breaking`), nor while its resource is at capacity
+        across the cluster (:mod:`ratchet._engine.permits`): then the deferral to record.
+        A permit that cannot be had at all is the attempt's failure (Unresolvable)."""
         definition = self.registry.get(job.name)
-        if definition is None:
-            return _Admitted(self.concurrency, None, None)
-        limit = definition.concurrency
+        limit = None if definition is None else definition.concurrency
         if limit is not None and not self.concurrency.try_enter(job.name, limit):
             return Postpone(self.defer_seconds, deferral_message(job.name, limit))
         admitted = _Admitted(self.concurrency, job.name if limit is not None else None, None)
-        if definition.circuit_breaker is None or self.breakers is None:
+        guard = None if definition is None else definition.circuit_breaker
+        if guard is not None and self.breakers is not None:
+            breaker = self.breakers.get(guard)
+            wait = breaker.try_acquire()
+            if wait is not None:
+                admitted.close()
+                return Postpone(wait, breaker_deferral_message(breaker, wait))
+            admitted.breaker = BreakerAdmission(breaker)
+        resource = self._resource(job, target)
+        if resource is None:
             return admitted
-        breaker = self.breakers.get(definition.circuit_breaker)
-        wait = breaker.try_acquire()
-        if wait is not None:
+        try:
+            if self.permits is None:
+                raise ConfigurationError(
+                    f"Job {job.id} needs resource {resource!r}, but this worker keeps no "
+                    "resource permits."
+                )
+            permit = self.permits.acquire(resource, job.id, job.claim_seq)
+        except Exception as exc:  # the resource cannot be had at all: the attempt fails
             admitted.close()
-            return Postpone(wait, breaker_deferral_message(breaker, wait))
-        admitted.breaker = BreakerAdmission(breaker)
+            return Unresolvable(exc)
+        if permit is None:
+            admitted.close()
+            delay = self.permits.delay_seconds(resource)
+            return Postpone(delay, capacity_message(resource, delay))
+        admitted.permit, admitted.gate = permit, self.permits
         return admitted
+
+    def _resource(self, job: ClaimedJob, target: Resolved) -> str | None:
+        """The resource the attempt must hold: the submission's (``builder.resource``, a
+        param of the opened job) or else the job's definition's. A job that cannot be
+        resolved needs none: it only records its failure."""
+        if isinstance(target, Unresolvable):
+            return None
+        params = target.job.params
+        if RESOURCE_PARAM in params:  # the submission's choice; None: no resource
+            named = params[RESOURCE_PARAM]
+            return named if isinstance(named, str) else None
+        definition = self.registry.get(job.name)
+        return None if definition is None else definition.resource
 
     def _defer(self, job: ClaimedJob, postpone: Postpone) -> Outcome:
         """Give the claim back uncharged, due after the postponement (a snooze). The

@@ -33,6 +33,7 @@ from ratchet._engine.maintenance import Maintenance
 from ratchet._engine.node import NodeContext
 from ratchet._engine.node_guard import RegistrationWatch, refuse_live_duplicate
 from ratchet._engine.outcomes import Outcome, OutcomeRecorder
+from ratchet._engine.permits import PermitGate
 from ratchet._engine.polling import AdaptivePolling
 from ratchet._engine.prefetch import ReadyQueue
 from ratchet._engine.recurring import RecurringScheduler
@@ -116,6 +117,7 @@ class Worker:
             on_background_success=self._count_background_success,
             lifecycle=self.lifecycle,
         )
+        self.permits = PermitGate(context.store, context.node_id, context.resources)
         self.runner = JobRunner(
             recorder=self.recorder,
             registry=context.registry,
@@ -134,6 +136,7 @@ class Worker:
             payloads=context.payloads,
             defer_seconds=options.poll_burst_seconds,
             breakers=context.circuit_breakers,
+            permits=self.permits,
         )
         self.cancels = CancelWatch(
             context.store,
@@ -201,6 +204,7 @@ class Worker:
         if self._started:
             return self
         refuse_live_duplicate(self.store, self.node_id, self.options)
+        self.permits.publish()  # the cluster's limits, before any job of this node runs
         self._started = True
         # Heartbeats use their own connection where the store allows, so a busy pool or
         # a long claim never delays them.
@@ -312,7 +316,8 @@ class Worker:
         for thread in self._threads:
             thread.join()
         try:  # leave the node list; a job still running is recovered after the grace
-            if not self.superseded:  # else the record is the other process's
+            if not self.superseded:  # else the record and the permits are the other process's
+                self.permits.release_node()
                 self.store.remove_nodes([self.node_id])
         except Exception as exc:
             log.debug("Could not deregister node %s: %s", self.node_id, redact(str(exc)))

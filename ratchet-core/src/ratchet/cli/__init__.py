@@ -205,6 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
     recurring_list = recurring_sub.add_parser("list", help="every saved schedule")
     _store_options(recurring_list)
     recurring_list.set_defaults(handler=c.cmd_recurring_list)
+    for verb, paused, text in (
+        ("pause", True, "stop a schedule from firing, on every node, until resumed"),
+        ("resume", False, "let a paused schedule fire again (its misfire policy applies)"),
+    ):
+        change = recurring_sub.add_parser(verb, help=text)
+        _store_options(change)
+        change.add_argument("recurring_id", metavar="ID")
+        change.set_defaults(handler=c.cmd_recurring_pause, paused=paused)
     recurring_cancel = recurring_sub.add_parser(
         "cancel", help="stop a schedule by id (its business key) or every schedule with --tag"
     )
@@ -218,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     breakers.add_argument("app_ref", metavar="APP", help="module:attribute of a Ratchet app")
     breakers.set_defaults(handler=c.cmd_breakers)
+
+    resources = commands.add_parser(
+        "resources", help="APP's resources: limits here and in the store, and who holds them"
+    )
+    resources.add_argument("app_ref", metavar="APP", help="module:attribute of a Ratchet app")
+    resources.set_defaults(handler=c.cmd_resources)
 
     nodes = commands.add_parser("nodes", help="registered nodes and their heartbeats")
     _store_options(nodes)

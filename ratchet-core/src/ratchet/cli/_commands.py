@@ -29,6 +29,7 @@ from ratchet.spi import (
     DefaultNodeIdentityProvider,
     JobStore,
     SupportsArchiveAccess,
+    SupportsResourcePermits,
     SupportsRunningCancel,
     SupportsSchema,
 )
@@ -217,6 +218,43 @@ def cmd_breakers(args: argparse.Namespace) -> int:
         "State is kept by each worker process (breakers are per node): see the "
         "ratchet_circuit_breaker_state metric of each worker (--metrics-port)."
     )
+    return 0
+
+
+def cmd_resources(args: argparse.Namespace) -> int:
+    """The resources APP configures or its jobs name: the limit APP sets, the limit the
+    store holds (what every node compares with), the retry delay, the jobs naming it and
+    the claims holding its permits now."""
+    app = load_app(args.app_ref)
+    named: dict[str, list[str]] = {}
+    for definition in app.registry.values():
+        if definition.resource is not None:
+            named.setdefault(definition.resource, []).append(definition.name)
+    configured = {settings.name: settings for settings in app.resources.all()}
+    names = sorted(set(configured) | set(named))
+    if not names:
+        _output.echo(f"{args.app_ref} has no resources.")
+        return 0
+    store = app.store if isinstance(app.store, SupportsResourcePermits) else None
+    rows = []
+    for name in names:
+        settings = configured.get(name)
+        stored = None if store is None else store.resource_limit(name)
+        holders = [] if store is None else store.permit_holders(name)
+        rows.append(
+            [
+                name,
+                "-" if settings is None else str(settings.max_concurrent),
+                "-" if stored is None else str(stored),
+                "-" if settings is None else f"{settings.retry_delay_ms} ms",
+                ", ".join(sorted(named.get(name, []))) or "-",
+                ", ".join(f"{h.job_id} ({h.node_id})" for h in holders) or "-",
+            ]
+        )
+    headers = ["RESOURCE", "LIMIT", "STORED", "RETRY", "JOBS", "HELD BY"]
+    _output.echo(_output.table(headers, rows))
+    if store is None:
+        _output.echo(f"The store {app.store.describe()} keeps no resource permits.")
     return 0
 
 
@@ -424,6 +462,21 @@ def cmd_archive_purge(args: argparse.Namespace) -> int:
 def cmd_recurring_list(args: argparse.Namespace) -> int:
     store = open_store(args)
     _output.echo(_output.recurring_table(store.list_recurring(), store))
+    return 0
+
+
+def cmd_recurring_pause(args: argparse.Namespace) -> int:
+    """Pause (``args.paused``) or resume one saved schedule, on every node."""
+    app = Ratchet(open_store(args, writes=True), coordinator="none")
+    if args.paused:
+        app.pause_recurring(args.recurring_id)
+        _output.echo(f"Paused recurring schedule {args.recurring_id!r}: it fires no more.")
+    else:
+        app.resume_recurring(args.recurring_id)
+        _output.echo(
+            f"Resumed recurring schedule {args.recurring_id!r}: the instants it missed "
+            "follow its misfire policy."
+        )
     return 0
 
 

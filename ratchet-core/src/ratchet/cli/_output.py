@@ -159,6 +159,8 @@ def recurring_table(definitions: Sequence[RecurringDefinition], store: JobStore)
             upcoming = when(CronSchedule(d.cron, d.zone).next_after(store.database_time()))
         except ValueError:
             upcoming = "invalid schedule"
+        if d.paused:
+            upcoming = "paused"
         rows.append(
             (d.id, d.cron, d.zone, d.misfire, d.name, when(last), upcoming, ", ".join(d.tags))
         )

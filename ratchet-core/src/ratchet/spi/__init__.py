@@ -58,6 +58,7 @@ from ratchet._types import (
     NewJob,
     NodeInfo,
     OrphanRecovery,
+    PermitHolder,
     RecurringDefinition,
     StoredPayload,
 )
@@ -82,13 +83,23 @@ from ratchet.spi._capabilities import (
     SupportsJobQuery,
     SupportsPayloadRewrite,
     SupportsPendingAges,
+    SupportsRecurringPause,
+    SupportsResourcePermits,
     SupportsRunningCancel,
     SupportsSchema,
     SupportsSnooze,
     SupportsTestReset,
     SupportsTransactionalEnqueue,
 )
-from ratchet.spi._checks import check_aware, check_lock_ttl, check_new_jobs, require_recurring_id
+from ratchet.spi._checks import (
+    check_aware,
+    check_lock_ttl,
+    check_max_concurrent,
+    check_new_jobs,
+    check_resource_name,
+    require_recurring_id,
+    resource_not_configured,
+)
 from ratchet.spi._class_policy import ClassPolicy, ModuleAllowlistClassPolicy
 from ratchet.spi._conflicts import (
     business_key_held,
@@ -179,6 +190,7 @@ __all__ = [
     "NodeRegistry",
     "OrphanRecovery",
     "OrphanRecoveryStore",
+    "PermitHolder",
     "ReconnectBackoff",
     "RecurringDefinition",
     "RecurringStore",
@@ -199,6 +211,8 @@ __all__ = [
     "SupportsJobQuery",
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
+    "SupportsRecurringPause",
+    "SupportsResourcePermits",
     "SupportsRunningCancel",
     "SupportsSchema",
     "SupportsSnooze",
@@ -210,8 +224,10 @@ __all__ = [
     "check_aware",
     "check_bucket_seconds",
     "check_lock_ttl",
+    "check_max_concurrent",
     "check_new_jobs",
     "check_query_limit",
+    "check_resource_name",
     "dead_letter_error_type",
     "decode_envelope",
     "encode_envelope",
@@ -227,6 +243,7 @@ __all__ = [
     "require_recurring_id",
     "require_url_scheme",
     "resolve_reference",
+    "resource_not_configured",
     "retry_blocked_by_business_key",
     "run_idempotent",
 ]

@@ -16,6 +16,7 @@ from ratchet._types import (
     JobQuery,
     JobStatus,
     NewJob,
+    PermitHolder,
     StoredPayload,
 )
 
@@ -30,6 +31,8 @@ __all__ = [
     "SupportsJobQuery",
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
+    "SupportsRecurringPause",
+    "SupportsResourcePermits",
     "SupportsRunningCancel",
     "SupportsSchema",
     "SupportsSnooze",
@@ -320,6 +323,90 @@ class SupportsRunningCancel(Protocol):
         """Those of ``job_ids`` whose job is CANCELED now; ids of unknown or archived
         jobs are left out. A read, however many ids (the store chunks long lists); no
         ids, no read."""
+        ...
+
+
+@runtime_checkable
+class SupportsRecurringPause(Protocol):
+    """A store that pauses recurring schedules (``app.pause_recurring`` /
+    ``app.resume_recurring``); without it every schedule fires and pausing one is refused.
+
+    The flag is the store's, so every node's scheduler sees it: ``list_recurring``
+    returns it as :attr:`~ratchet.spi.RecurringDefinition.paused`, and
+    ``save_recurring`` (every worker saves its ``@app.recurring`` definitions at start)
+    keeps it as it is. A schedule deleted and saved again starts unpaused.
+    """
+
+    def set_recurring_paused(self, recurring_id: str, paused: bool) -> bool:
+        """Pause (``True``) or resume (``False``) the schedule ``recurring_id``; ``True``
+        when it exists (whether or not the flag changed), ``False`` and nothing written
+        when it does not. Its fire records are untouched."""
+        ...
+
+
+@runtime_checkable
+class SupportsResourcePermits(Protocol):
+    """A store that holds cluster-wide resource permits (``app.configure_resource``,
+    ``@app.job(resource=...)``); without it a job naming a resource cannot run on it.
+
+    A resource is a name with a limit, ``max_concurrent``, kept once for the whole cluster.
+    A permit belongs to one claim of a job, ``(job_id, claim_seq)``: it is held while that
+    claim is RUNNING and stops counting the moment the claim ends in any way (an outcome,
+    a cancel, orphan recovery, a drain), whether or not it was released. So a node that
+    dies holding permits gives them back when recovery takes its claims, and no permit
+    can leak for longer than a claim can. Never more than ``max_concurrent`` claims hold
+    permits of one resource at once, whatever the number of store instances acquiring.
+    Resource names are non-empty text of at most 255 characters.
+    """
+
+    def configure_resource(self, name: str, *, max_concurrent: int) -> None:
+        """Create the resource ``name`` or change its limit (``max_concurrent`` >= 1, else
+        ValueError naming the value). Idempotent. Lowering a limit takes no permit back:
+        the holders finish, and none is granted until fewer than the new limit hold."""
+        ...
+
+    def resource_limit(self, name: str) -> int | None:
+        """The stored ``max_concurrent`` of ``name``, or ``None`` when it was never
+        configured. A read."""
+        ...
+
+    def acquire_permit(self, resource: str, job_id: str, claim_seq: int, *, node_id: str) -> bool:
+        """Atomically grant the claim ``(job_id, claim_seq)``, running on ``node_id``, a
+        permit of ``resource``; ``True`` when it holds one afterwards.
+
+        ``False``, writing nothing, when ``max_concurrent`` live permits are held by other
+        claims, or when the job is not RUNNING with exactly this ``claim_seq`` (a claim
+        that ended is granted nothing). Only permits of claims still RUNNING count: those
+        of ended claims are ignored (and may be deleted here). The same claim acquiring
+        again answers ``True`` and still holds one permit; a permit left by an earlier
+        claim of the same job is replaced. Concurrent acquires from any number of store
+        instances never grant more than the limit. A resource never configured raises
+        :class:`~ratchet.errors.ResourceNotConfiguredError` naming it (not capacity
+        pressure: a deferral would never end)."""
+        ...
+
+    def release_permit(self, resource: str, job_id: str, claim_seq: int) -> bool:
+        """Give back the permit of ``resource`` held by the claim ``(job_id, claim_seq)``;
+        ``True`` when one was deleted. Fenced: a permit of another claim of the job (a
+        newer owner's) is left alone. Idempotent."""
+        ...
+
+    def release_node_permits(self, node_id: str) -> int:
+        """Delete every permit held by claims of ``node_id`` (a drained or dead node); how
+        many. Permits of other nodes are untouched."""
+        ...
+
+    def release_ended_permits(self) -> int:
+        """Delete every permit whose claim has ended (the job is not RUNNING with that
+        ``claim_seq``, or is gone); how many. Housekeeping run with orphan recovery:
+        such permits already count for nothing. The outcome writes (the hot path) leave
+        permits alone: a permit of an ended claim stays until this sweep, its release,
+        or an acquire of its resource deletes it."""
+        ...
+
+    def permit_holders(self, resource: str) -> list[PermitHolder]:
+        """The live permits of ``resource`` (claims still RUNNING), oldest first by
+        ``acquired_at`` then job id; empty for an unknown resource. A read."""
         ...
 
 

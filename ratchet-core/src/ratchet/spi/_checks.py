@@ -11,9 +11,21 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ratchet._types import NewJob
+from ratchet.errors import ResourceNotConfiguredError
 from ratchet.spi._conflicts import business_key_twice, idempotency_key_twice
 
-__all__ = ["check_aware", "check_lock_ttl", "check_new_jobs", "require_recurring_id"]
+__all__ = [
+    "MAX_RESOURCE_NAME_LENGTH",
+    "check_aware",
+    "check_lock_ttl",
+    "check_max_concurrent",
+    "check_new_jobs",
+    "check_resource_name",
+    "require_recurring_id",
+    "resource_not_configured",
+]
+
+MAX_RESOURCE_NAME_LENGTH = 255
 
 
 def check_aware(moment: datetime, what: str = "Scheduled time") -> datetime:
@@ -57,3 +69,39 @@ def require_recurring_id(job: NewJob) -> str:
     if job.recurring_id is None:
         raise ValueError(f"Job {job.id!r} has no recurring_id; set it to the recurring id.")
     return job.recurring_id
+
+
+def check_resource_name(name: object) -> str:
+    """``name`` itself; ValueError unless it is non-empty text of at most
+    :data:`MAX_RESOURCE_NAME_LENGTH` characters (``SupportsResourcePermits``)."""
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_RESOURCE_NAME_LENGTH:
+        raise ValueError(
+            f"Resource name {name!r} must be non-empty text of at most "
+            f"{MAX_RESOURCE_NAME_LENGTH} characters; pass a short name such as 'payments-api'."
+        )
+    return name
+
+
+def check_max_concurrent(max_concurrent: object) -> int:
+    """``max_concurrent`` itself; ValueError unless it is an int of at least 1 (not a
+    bool): how many claims may hold a resource's permits at once."""
+    if (
+        not isinstance(max_concurrent, int)
+        or isinstance(max_concurrent, bool)
+        or max_concurrent < 1
+    ):
+        raise ValueError(
+            f"max_concurrent {max_concurrent!r} must be a whole number of at least 1: how "
+            "many jobs may hold the resource at once."
+        )
+    return max_concurrent
+
+
+def resource_not_configured(resource: str) -> ResourceNotConfiguredError:
+    """The error of an acquire on a resource no limit was stored for
+    (``SupportsResourcePermits.acquire_permit``), worded once for every store."""
+    return ResourceNotConfiguredError(
+        f"Resource {resource!r} has no limit in the store; call "
+        f"app.configure_resource({resource!r}, max_concurrent=N) on the workers (or "
+        "remove resource= from the job)."
+    )

@@ -15,7 +15,7 @@ value type from it. Column orders (a store's SELECTs must follow them):
 * execution: job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 * node: node_id, started_at, heartbeat_at
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
-  max_retries, backoff, backoff_ms, timeout_seconds, tags, source, created_at
+  max_retries, backoff, backoff_ms, timeout_seconds, tags, source, created_at[, paused]
 """
 
 from __future__ import annotations
@@ -193,4 +193,6 @@ class RowDecoder:
             tags=self.tags(row[13]),
             source=row[14],
             created_at=self.time(row[15]),
+            # A 17th column, where the store keeps it (SupportsRecurringPause).
+            paused=len(row) > 16 and bool(row[16]),
         )

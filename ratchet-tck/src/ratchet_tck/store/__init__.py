@@ -49,6 +49,8 @@ from ratchet_tck.store.pending_ages import PendingAgeContracts
 from ratchet_tck.store.processes import LoadContracts
 from ratchet_tck.store.races import RaceContracts
 from ratchet_tck.store.reconnect import ReconnectContracts
+from ratchet_tck.store.recurring_pause import RecurringPauseContracts
+from ratchet_tck.store.resource_permits import ResourcePermitContracts
 from ratchet_tck.store.retention import ArchiveContracts, RecurringContracts
 from ratchet_tck.store.running_cancel import RunningCancelContracts
 from ratchet_tck.store.schema import SchemaContracts
@@ -106,6 +108,8 @@ class JobStoreSuite(
     JobQueryContracts,
     SnoozeContracts,
     RunningCancelContracts,
+    ResourcePermitContracts,
+    RecurringPauseContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -1,4 +1,5 @@
-"""Recurring schedules of the MongoDB store: fires, definitions, cancel by key or tag.
+"""Recurring schedules of the MongoDB store: fires, definitions (and their pause,
+``SupportsRecurringPause``), cancel by key or tag.
 
 Contract kept (``ratchet.spi.RecurringStore``): a fire ``<recurring id>:<fire time>`` is
 a permanent document with a unique ``_id``, inserted before its job, so a fire is created
@@ -115,15 +116,27 @@ class RecurringOperations(FencedCollections):
     @unavailable
     def save_recurring(self, definition: RecurringDefinition) -> None:
         now = self._now()
+        fields = recurring_doc(definition, now)
+        for kept in ("_id", "created_at"):  # set on insert only, as is the paused flag
+            fields.pop(kept)
 
-        def replace() -> None:
-            existing = self._recurring.find_one({"_id": definition.id}, {"created_at": 1})
-            created = now if existing is None else aware(existing["created_at"])
-            doc = recurring_doc(definition, created)
-            self._recurring.replace_one({"_id": definition.id}, doc, upsert=True)
+        def upsert() -> None:
+            # One update: a pause written meanwhile is never overwritten by a redeploy.
+            self._recurring.update_one(
+                {"_id": definition.id},
+                {"$set": fields, "$setOnInsert": {"created_at": now, "paused": False}},
+                upsert=True,
+            )
 
-        # Inserted meanwhile by another node: the next pass reads it and replaces it.
-        retry_upsert_race(replace)
+        # Inserted meanwhile by another node: the next pass updates it.
+        retry_upsert_race(upsert)
+
+    @unavailable
+    def set_recurring_paused(self, recurring_id: str, paused: bool) -> bool:
+        """SupportsRecurringPause: one update of the flag; save_recurring leaves it be."""
+        self._check_open()
+        flag = {"$set": {"paused": bool(paused)}}
+        return bool(self._recurring.update_one({"_id": recurring_id}, flag).matched_count == 1)
 
     @unavailable
     @idempotent

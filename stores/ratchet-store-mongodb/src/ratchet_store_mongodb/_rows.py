@@ -238,4 +238,5 @@ def recurring_from_doc(doc: Doc) -> RecurringDefinition:
         tags=tuple(doc.get("tags") or ()),
         source=doc["source"],
         created_at=aware(doc["created_at"]),
+        paused=bool(doc.get("paused", False)),  # absent from schedules saved before pauses
     )

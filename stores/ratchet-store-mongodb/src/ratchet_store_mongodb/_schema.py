@@ -30,6 +30,7 @@ RECURRING = "ratchet_recurring"
 FIRES = "ratchet_recurring_fire"
 JOB_LOGS = "ratchet_job_log"
 JOB_PROGRESS = "ratchet_job_progress"
+RESOURCES = "ratchet_resource"
 
 COLLECTIONS = (
     JOBS,
@@ -44,6 +45,7 @@ COLLECTIONS = (
     FIRES,
     JOB_LOGS,
     JOB_PROGRESS,
+    RESOURCES,
 )
 
 INDEXES: dict[str, list[IndexModel]] = {

@@ -18,7 +18,10 @@ the database clock to the parts:
 * ``_archive``: archive and purges;
 * ``_job_logs``: job log lines and progress (``SupportsJobLogs``);
 * ``_payloads``: raw payload scans and fenced rewrites (``SupportsPayloadRewrite``);
-* ``_queries``: filtered listings, dead-letter groups, execution counts (``SupportsJobQuery``).
+* ``_queries``: filtered listings, dead-letter groups, execution counts (``SupportsJobQuery``);
+* ``_permits``: cluster-wide resource permits (``SupportsResourcePermits``).
+
+``_recurring`` also pauses schedules (``SupportsRecurringPause``).
 
 This module keeps the lifecycle: connecting (and creating the indexes), ``from_url``,
 ``describe``, ``close`` and ``reset_for_tests``.
@@ -46,6 +49,7 @@ from ratchet_store_mongodb._fencing import STALL_SECONDS, Doc, unavailable
 from ratchet_store_mongodb._job_logs import JobLogOperations
 from ratchet_store_mongodb._outcomes import OutcomeOperations
 from ratchet_store_mongodb._payloads import PayloadOperations
+from ratchet_store_mongodb._permits import PermitOperations
 from ratchet_store_mongodb._queries import QueryOperations
 from ratchet_store_mongodb._reads import ReadOperations
 from ratchet_store_mongodb._recurring import RecurringOperations
@@ -66,6 +70,7 @@ class MongoDBJobStore(
     JobLogOperations,
     PayloadOperations,
     QueryOperations,
+    PermitOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""
@@ -106,6 +111,7 @@ class MongoDBJobStore(
         self._fires: Collection[Doc] = self._db[s.FIRES]
         self._job_logs: Collection[Doc] = self._db[s.JOB_LOGS]
         self._job_progress: Collection[Doc] = self._db[s.JOB_PROGRESS]
+        self._resources: Collection[Doc] = self._db[s.RESOURCES]
         if auto_migrate:
             try:
                 s.create_indexes(self._db)

@@ -61,6 +61,8 @@ DATA_TABLES = (
     "ratchet_job_archive",
     "ratchet_job_log",
     "ratchet_job_progress",
+    "ratchet_resource_permit",
+    "ratchet_resource",
 )
 
 

@@ -617,8 +617,12 @@ ON CONFLICT (id) DO UPDATE SET cron = excluded.cron, zone = excluded.zone,
 
 -- name: select_recurring
 SELECT id, cron, zone, misfire, name, target, args_json, kwargs_json, priority, max_retries,
-       backoff, backoff_ms, timeout_seconds, tags, source, created_at
+       backoff, backoff_ms, timeout_seconds, tags, source, created_at, paused
 FROM ratchet_recurring ORDER BY id;
+
+-- name: set_recurring_paused
+UPDATE ratchet_recurring SET paused = %(paused)s, updated_at = statement_timestamp()
+WHERE id = %(id)s;
 
 -- name: delete_recurring
 DELETE FROM ratchet_recurring WHERE id = %(id)s;
@@ -776,7 +780,7 @@ WHERE p.job_id = doomed.job_id
 -- Every table that holds data (not ratchet_schema_version), emptied in one statement.
 TRUNCATE ratchet_job, ratchet_job_tag, ratchet_idempotency_key, ratchet_execution,
     ratchet_node, ratchet_lock, ratchet_recurring, ratchet_recurring_fire, ratchet_job_archive,
-    ratchet_job_log, ratchet_job_progress;
+    ratchet_job_log, ratchet_job_progress, ratchet_resource_permit, ratchet_resource;
 
 -- ===================================================================== payload rewrite
 -- SupportsPayloadRewrite (key rotation): the payload columns raw, in primary-key order
@@ -862,3 +866,61 @@ SELECT CAST(floor(extract(epoch FROM finished_at) / %(bucket)s) AS bigint) * %(b
 FROM ratchet_execution
 WHERE status <> 'RUNNING' AND finished_at >= %(since)s
 GROUP BY 1 ORDER BY 1;
+
+-- ===================================================================== resource permits
+-- A permit counts only while its claim is RUNNING (ratchet.spi.sql._permits): every count
+-- and list joins the job on (id, claim_seq, status).
+
+-- name: save_resource
+INSERT INTO ratchet_resource (name, max_concurrent, updated_at)
+VALUES (%(resource)s, %(max_concurrent)s, statement_timestamp())
+ON CONFLICT (name) DO UPDATE SET max_concurrent = excluded.max_concurrent,
+    updated_at = excluded.updated_at;
+
+-- name: select_resource_limit
+SELECT max_concurrent FROM ratchet_resource WHERE name = %(resource)s;
+
+-- name: lock_resource
+-- Held until the acquire commits: acquirers of one resource count one after another.
+SELECT max_concurrent FROM ratchet_resource WHERE name = %(resource)s FOR UPDATE;
+
+-- name: select_running_claim
+SELECT 1 FROM ratchet_job WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
+
+-- name: delete_ended_permits
+DELETE FROM ratchet_resource_permit
+WHERE resource = %(resource)s AND NOT EXISTS (
+    SELECT 1 FROM ratchet_job AS j
+    WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
+      AND j.claim_seq = ratchet_resource_permit.claim_seq);
+
+-- name: delete_all_ended_permits
+DELETE FROM ratchet_resource_permit
+WHERE NOT EXISTS (
+    SELECT 1 FROM ratchet_job AS j
+    WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
+      AND j.claim_seq = ratchet_resource_permit.claim_seq);
+
+-- name: count_permits
+SELECT COUNT(*) FROM ratchet_resource_permit WHERE resource = %(resource)s;
+
+-- name: select_permit_claim
+SELECT claim_seq FROM ratchet_resource_permit WHERE resource = %(resource)s AND job_id = %(id)s;
+
+-- name: insert_permit
+INSERT INTO ratchet_resource_permit (resource, job_id, claim_seq, node_id, acquired_at)
+VALUES (%(resource)s, %(id)s, %(claim_seq)s, %(node_id)s, statement_timestamp());
+
+-- name: delete_permit
+DELETE FROM ratchet_resource_permit
+WHERE resource = %(resource)s AND job_id = %(id)s AND claim_seq = %(claim_seq)s;
+
+-- name: delete_node_permits
+DELETE FROM ratchet_resource_permit WHERE node_id = %(node_id)s;
+
+-- name: select_permit_holders
+SELECT p.resource, p.job_id, p.claim_seq, p.node_id, p.acquired_at
+FROM ratchet_resource_permit AS p
+JOIN ratchet_job AS j ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
+WHERE p.resource = %(resource)s
+ORDER BY p.acquired_at, p.job_id;

@@ -49,6 +49,7 @@ from ratchet.spi._rows import RowDecoder
 from ratchet.spi._store import JobStore
 from ratchet.spi.sql._encoder import RowEncoder
 from ratchet.spi.sql._job_query import JOB_QUERY_STATEMENTS, SQLJobQuery
+from ratchet.spi.sql._permits import PERMIT_STATEMENTS, SQLResourcePermits
 from ratchet.spi.sql._session import Params, Row, SQLSession
 from ratchet.spi.sql._statements import Statements
 
@@ -108,6 +109,7 @@ STATEMENTS = frozenset(
         "save_recurring",  # the recurring parameters of RowEncoder
         "select_recurring",  # -> definitions by id
         "delete_recurring",  # id
+        "set_recurring_paused",  # id, paused (SupportsRecurringPause)
         # archive
         "select_archivable",  # age, limit -> (id)
         "select_purgeable",  # age -> (id)
@@ -138,6 +140,8 @@ STATEMENTS = frozenset(
     }
     # job queries (SupportsJobQuery): ratchet.spi.sql._job_query
     | JOB_QUERY_STATEMENTS
+    # resource permits (SupportsResourcePermits): ratchet.spi.sql._permits
+    | PERMIT_STATEMENTS
 )
 """The statements the shared methods run. A backend that overrides a method may leave
 that method's statements out (``missing_statements`` tells which it still needs)."""
@@ -157,7 +161,7 @@ _LIST_JOBS = {
 }
 
 
-class SQLJobStore(SQLJobQuery, JobStore):
+class SQLJobStore(SQLJobQuery, SQLResourcePermits, JobStore):
     """The JobStore of an SQL database, less what its backend supplies (module docstring).
 
     Subclasses set ``statements``, ``decode`` and ``encode`` (class or instance
@@ -728,6 +732,11 @@ class SQLJobStore(SQLJobQuery, JobStore):
 
     def delete_recurring(self, recurring_id: str) -> bool:
         return self._update("delete_recurring", {"id": recurring_id}) == 1
+
+    def set_recurring_paused(self, recurring_id: str, paused: bool) -> bool:
+        """SupportsRecurringPause: one UPDATE of the flag (save_recurring leaves it be)."""
+        params = {"id": recurring_id, "paused": bool(paused)}
+        return self._update("set_recurring_paused", params, idempotent=True) == 1
 
     # -- archive -------------------------------------------------------------------------
 

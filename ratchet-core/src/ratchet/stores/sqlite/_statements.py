@@ -35,7 +35,7 @@ JOB_COLUMNS = (
 
 RECURRING_COLUMNS = (
     "id, cron, zone, misfire, name, target, args_json, kwargs_json, priority, max_retries, "
-    "backoff, backoff_ms, timeout_seconds, tags_json, source, created_at"
+    "backoff, backoff_ms, timeout_seconds, tags_json, source, created_at, paused"
 )
 
 

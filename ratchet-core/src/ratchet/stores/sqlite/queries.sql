@@ -311,6 +311,9 @@ ON CONFLICT (id) DO UPDATE SET cron = excluded.cron, zone = excluded.zone,
 -- name: select_recurring
 SELECT {{recurring_columns}} FROM ratchet_recurring ORDER BY id;
 
+-- name: set_recurring_paused
+UPDATE ratchet_recurring SET paused = :paused, updated_at = :now WHERE id = :id;
+
 -- name: delete_recurring
 DELETE FROM ratchet_recurring WHERE id = :id;
 
@@ -492,3 +495,61 @@ SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket AS bucket_start,
 FROM ratchet_execution
 WHERE finished_at IS NOT NULL AND finished_at >= :since
 GROUP BY bucket_start ORDER BY bucket_start;
+
+-- ===================================================================== resource permits
+-- A permit counts only while its claim is RUNNING (ratchet.spi.sql._permits): every count
+-- and list joins the job on (id, claim_seq, status).
+
+-- name: save_resource
+INSERT INTO ratchet_resource (name, max_concurrent, updated_at)
+VALUES (:resource, :max_concurrent, :now)
+ON CONFLICT (name) DO UPDATE SET max_concurrent = excluded.max_concurrent,
+    updated_at = excluded.updated_at;
+
+-- name: select_resource_limit
+SELECT max_concurrent FROM ratchet_resource WHERE name = :resource;
+
+-- name: lock_resource
+-- BEGIN IMMEDIATE already holds the database's write lock: a plain read.
+SELECT max_concurrent FROM ratchet_resource WHERE name = :resource;
+
+-- name: select_running_claim
+SELECT 1 FROM ratchet_job WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+
+-- name: delete_ended_permits
+DELETE FROM ratchet_resource_permit
+WHERE resource = :resource AND NOT EXISTS (
+    SELECT 1 FROM ratchet_job AS j
+    WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
+      AND j.claim_seq = ratchet_resource_permit.claim_seq);
+
+-- name: delete_all_ended_permits
+DELETE FROM ratchet_resource_permit
+WHERE NOT EXISTS (
+    SELECT 1 FROM ratchet_job AS j
+    WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
+      AND j.claim_seq = ratchet_resource_permit.claim_seq);
+
+-- name: count_permits
+SELECT COUNT(*) FROM ratchet_resource_permit WHERE resource = :resource;
+
+-- name: select_permit_claim
+SELECT claim_seq FROM ratchet_resource_permit WHERE resource = :resource AND job_id = :id;
+
+-- name: insert_permit
+INSERT INTO ratchet_resource_permit (resource, job_id, claim_seq, node_id, acquired_at)
+VALUES (:resource, :id, :claim_seq, :node_id, :now);
+
+-- name: delete_permit
+DELETE FROM ratchet_resource_permit
+WHERE resource = :resource AND job_id = :id AND claim_seq = :claim_seq;
+
+-- name: delete_node_permits
+DELETE FROM ratchet_resource_permit WHERE node_id = :node_id;
+
+-- name: select_permit_holders
+SELECT p.resource, p.job_id, p.claim_seq, p.node_id, p.acquired_at
+FROM ratchet_resource_permit AS p
+JOIN ratchet_job AS j ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
+WHERE p.resource = :resource
+ORDER BY p.acquired_at, p.job_id;

@@ -271,9 +271,8 @@ class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
             for version, name, text in migrations():
                 if version in done:
                     continue
-                for statement in text.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                for statement in _statements_of(text):
+                    conn.execute(statement)
                 conn.execute(
                     "INSERT INTO ratchet_schema_version (version, name, applied_at) VALUES (?,?,?)",
                     (version, name, now),
@@ -406,3 +405,10 @@ class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
                 return False
             conn.execute("RELEASE recurring_fire")
             return True
+
+
+def _statements_of(migration: str) -> list[str]:
+    """The statements of a migration file, split at its semicolons once the ``--``
+    comment lines are gone (a comment may say "a; b" without ending a statement)."""
+    code = "\n".join(line for line in migration.splitlines() if not line.lstrip().startswith("--"))
+    return [statement for statement in code.split(";") if statement.strip()]

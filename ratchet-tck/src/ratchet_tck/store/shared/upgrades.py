@@ -41,6 +41,8 @@ SQL_TABLES = frozenset(
         "ratchet_node",
         "ratchet_recurring",
         "ratchet_recurring_fire",
+        "ratchet_resource",
+        "ratchet_resource_permit",
     }
 )
 """The tables of the SQL stores' schema (besides the ledger, ``ratchet_schema_version``)."""
