@@ -57,6 +57,32 @@ def jobs_in(url: str) -> int:
         store.close()
 
 
+def test_the_drain_resource_cell_drains_jobs_that_each_held_a_permit(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """``--cells drain-resource``: one worker process drains the backlog of the metered
+    job (every run held a permit of the bench resource, whose limit the worker wrote to
+    the store), verified like drain-1, with nothing deferred."""
+    report_path = tmp_path / "bench.json"
+    command = ["bench", "--store", sqlite_url, "--size", "tiny", "--cells", "drain-resource"]
+    done = subprocess.run(
+        [sys.executable, "-m", "ratchet.cli", *command, "--json", str(report_path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=os.environ,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| Drain, 1 worker process, each job holding a resource permit |" in done.stdout
+    (drain,) = json.loads(report_path.read_text())["samples"]["drain-resource"]
+    assert drain["valid"] is True
+    assert drain["expected"] == drain["succeeded_in_store"] == 60
+    assert (drain["lost"], drain["duplicate_runs"]) == (0, 0)
+    assert drain["per_process"] == [60]
+    assert drain["worker_stats"][0]["snoozed"] == 0, "a permit was refused: a deferral"
+
+
 def test_bench_runs_end_to_end_and_writes_the_report(tmp_path: Path, sqlite_url: str) -> None:
     """The real command in a subprocess, worker processes and all. If it fails, read the
     stderr it printed (worker logs are in the directory it names)."""

@@ -13,6 +13,10 @@ own) on a scratch store. Each cell starts from an empty store and leaves it empt
     processes (``sys.executable -m ratchet.bench._worker``), from ``go`` until the store
     holds no PENDING or RUNNING job (polled every 20 ms); then verified with
     :func:`~ratchet.bench.verify_drain`.
+``drain-resource``
+    ``drain-1`` with every job holding a permit of a resource (limit far above the
+    worker's slots): what the permits cost, never a deferral. Not a default cell: the
+    store needs ``SupportsResourcePermits``.
 ``latency``
     one idle worker process; this process enqueues one job every 20 ms on a fixed
     schedule; latency = job start - enqueue call start (one monotonic clock). Through the
@@ -40,7 +44,7 @@ from ratchet.bench._coordinators import (
     require_available,
     require_coordinator,
 )
-from ratchet.bench._job import JOB_NAME, PAD, bench_app
+from ratchet.bench._job import JOB_NAME, METERED_JOB_NAME, PAD, bench_app
 from ratchet.bench._process import CellError, CellProcess
 from ratchet.bench._stats import now_ns, percentile
 from ratchet.bench._verify import verify_drain
@@ -48,7 +52,7 @@ from ratchet.spi import JobStore, SupportsActivityProbe, SupportsTestReset
 
 __all__ = ["CELLS", "SIZES", "BenchSession", "BenchSizes"]
 
-CELLS = ("enqueue-one", "bulk", "drain-1", "drain-2", "latency")
+CELLS = ("enqueue-one", "bulk", "drain-1", "drain-2", "drain-resource", "latency")
 
 LATENCY_POLL_CEILING_SECONDS = 600.0
 _ACTIVE = (JobStatus.PENDING, JobStatus.RUNNING)
@@ -131,7 +135,9 @@ class BenchSession:
         self.log_dir = log_dir
         if coordinator:
             require_available(coordinator, store_url)
-        self.app = bench_app(store_url, **({"coordinator": coordinator} if coordinator else {}))
+        options: dict[str, Any] = {"coordinator": coordinator} if coordinator else {}
+        # The resource only lets drain-resource enqueue its jobs: this process runs none.
+        self.app = bench_app(store_url, resource=True, **options)
         try:
             self.coordinator = (
                 require_coordinator(self.app, coordinator)
@@ -202,14 +208,14 @@ class BenchSession:
         self.reset()
         return _counted(n, elapsed, stored)
 
-    def bulk(self, *, keep: bool = False) -> dict[str, Any]:
+    def bulk(self, *, keep: bool = False, job: str = JOB_NAME) -> dict[str, Any]:
         """One ``enqueue_many`` of the bulk size; ``keep`` leaves the jobs for a drain."""
         n = self.sizes.bulk
         self.reset()
         self.store.count_jobs()  # a connection is open before the clock starts
         arguments = [(seq, 0, PAD) for seq in range(n)]
         started = time.perf_counter()
-        ids = self.app.enqueue_many(JOB_NAME, arguments)
+        ids = self.app.enqueue_many(job, arguments)
         elapsed = time.perf_counter() - started
         sample = _counted(n, elapsed, self._count(JobStatus.PENDING))
         if keep:
@@ -219,16 +225,18 @@ class BenchSession:
         return sample
 
     def drain(
-        self, processes: int, *, before_go: BeforeGo | None = None
+        self, processes: int, *, before_go: BeforeGo | None = None, resource: bool = False
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Load the backlog, drain it with ``processes`` worker processes and verify it.
-        Returns (drain sample, bulk sample)."""
-        bulk = self.bulk(keep=True)
+        """Load the backlog, drain it with ``processes`` worker processes and verify it;
+        with ``resource``, of jobs holding a permit each (``drain-resource``). Returns
+        (drain sample, bulk sample)."""
+        bulk = self.bulk(keep=True, job=METERED_JOB_NAME if resource else JOB_NAME)
         ids = bulk.pop("ids")
         n = self.sizes.bulk
         if before_go is not None:
             before_go(self.store, ids)
-        workers = [self._spawn_worker() for _ in range(processes)]
+        flags = ("--resource",) if resource else ()
+        workers = [self._spawn_worker(*flags) for _ in range(processes)]
         finished: float | None = None
         timeout = max(DRAIN_TIMEOUT_MIN_SECONDS, n / DRAIN_TIMEOUT_MIN_RATE)
         try:

@@ -13,9 +13,24 @@ from typing import Any
 from ratchet._app import Ratchet
 from ratchet.bench._stats import now_ns
 
-__all__ = ["JOB_NAME", "PAD", "RUNS", "STARTED_AFTER_NS", "bench_app", "noop"]
+__all__ = [
+    "BENCH_RESOURCE",
+    "JOB_NAME",
+    "METERED_JOB_NAME",
+    "PAD",
+    "RUNS",
+    "STARTED_AFTER_NS",
+    "bench_app",
+    "noop",
+]
 
 JOB_NAME = "ratchet_bench_noop"
+METERED_JOB_NAME = "ratchet_bench_noop_metered"
+"""The same job, holding a permit of :data:`BENCH_RESOURCE` while it runs."""
+BENCH_RESOURCE = "ratchet-bench"
+# Far above any worker's slots: the drain-resource cell measures what a permit costs,
+# never a deferral.
+BENCH_RESOURCE_LIMIT = 100_000
 PAD = "x" * 80
 
 RUNS: list[int] = []
@@ -33,9 +48,14 @@ def noop(seq: int, t0: int, pad: str) -> None:
     RUNS.append(seq)
 
 
-def bench_app(store_url: str, **options: Any) -> Ratchet:
+def bench_app(store_url: str, *, resource: bool = False, **options: Any) -> Ratchet:
     """A Ratchet application on ``store_url`` with the benchmark job registered (no
-    retries, so a failure shows as a failure). ``options`` are Ratchet's keyword options."""
+    retries, so a failure shows as a failure). ``options`` are Ratchet's keyword options.
+    With ``resource``, :data:`BENCH_RESOURCE` is configured too (its workers then need a
+    store with ``SupportsResourcePermits``)."""
     app = Ratchet(store_url, **options)
     app.job(name=JOB_NAME, max_retries=0)(noop)
+    app.job(name=METERED_JOB_NAME, max_retries=0, resource=BENCH_RESOURCE)(noop)
+    if resource:
+        app.configure_resource(BENCH_RESOURCE, max_concurrent=BENCH_RESOURCE_LIMIT)
     return app

@@ -21,6 +21,7 @@ THROUGHPUT = (
     ("bulk", "Bulk enqueue (enqueue_many)"),
     ("drain-1", "Drain, 1 worker process"),
     ("drain-2", "Drain, 2 worker processes"),
+    ("drain-resource", "Drain, 1 worker process, each job holding a resource permit"),
 )
 
 

@@ -130,7 +130,9 @@ def _run_cell(
     """One cell's samples as (cell name, sample); a drain also yields its bulk load."""
     try:
         if cell.startswith("drain-"):
-            drain, bulk = session.drain(int(cell.partition("-")[2]))
+            kind = cell.partition("-")[2]
+            resource = kind == "resource"
+            drain, bulk = session.drain(1 if resource else int(kind), resource=resource)
             rate = drain.get("jobs_per_s")
             state = "ok" if drain["valid"] else "INVALID: " + drain["invalid_reason"]
             progress(f"{cell}: {'—' if rate is None else f'{rate:,.0f}'} jobs/s ({state})")

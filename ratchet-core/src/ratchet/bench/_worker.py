@@ -37,6 +37,7 @@ def run_worker(
     concurrency: int,
     coordinator: str | None,
     poll_idle_max_seconds: float | None,
+    resource: bool = False,
     go: threading.Event,
     stop: threading.Event,
     ready: Callable[[dict[str, Any]], None],
@@ -52,7 +53,7 @@ def run_worker(
         options["coordinator"] = coordinator
     if poll_idle_max_seconds is not None:
         options["poll_idle_max_seconds"] = poll_idle_max_seconds
-    app = bench_app(store_url, **options)
+    app = bench_app(store_url, resource=resource, **options)
     try:
         active = require_coordinator(app, coordinator) if coordinator else coordinator_name(app)
         subscribed = wait_until_subscribed(app, SUBSCRIBE_TIMEOUT_SECONDS)
@@ -83,6 +84,7 @@ def run_worker(
                 "claimed": stats.claimed,
                 "succeeded": stats.succeeded,
                 "failed": stats.failed,
+                "snoozed": stats.snoozed,  # deferrals too (drain-resource: none expected)
                 "stale_outcomes": stats.stale_outcomes,
                 "store_errors": stats.store_errors,
             },
@@ -97,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--coordinator", help="the coordinator that must become active")
     parser.add_argument("--poll-idle-max", type=float, help="poll_idle_max_seconds")
+    parser.add_argument("--resource", action="store_true", help="configure the bench resource")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     go, stop = threading.Event(), threading.Event()
@@ -107,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             concurrency=args.concurrency,
             coordinator=args.coordinator,
             poll_idle_max_seconds=args.poll_idle_max,
+            resource=args.resource,
             go=go,
             stop=stop,
             ready=lambda info: emit({"ready": True, **info}),

@@ -61,7 +61,10 @@ def register(commands: Any) -> None:
         "drain slower than 20 jobs/s is stopped after N/20 s, at least 120 s)",
     )
     bench.add_argument(
-        "--cells", default=DEFAULT_CELLS, help=f"comma-separated subset of: {DEFAULT_CELLS}"
+        "--cells",
+        default=DEFAULT_CELLS,
+        help=f"comma-separated subset of: {DEFAULT_CELLS}, drain-resource (1 worker process, "
+        "each job holding a resource permit: compare with drain-1)",
     )
     bench.add_argument(
         "--concurrency",
