@@ -17,18 +17,11 @@ from ratchet_store_mysql._url import parse_store_url
 from ratchet_store_mysql.harness import MySQLStoreHarness
 from ratchet_store_mysql.schema import migrations
 from ratchet_tck.store.shared.upgrades import *  # noqa: F403 (the kit's tests, on this module's hooks)
-from ratchet_tck.store.shared.upgrades import SQL_TABLES
+from ratchet_tck.store.shared.upgrades import SQL_MIGRATIONS, SQL_TABLES
 
 pytestmark = pytest.mark.server
 
-ALL_VERSIONS = [
-    (1, "0001_initial.sql"),
-    (2, "0002_crash_charges.sql"),
-    (3, "0003_job_logs.sql"),
-    (4, "0004_archive_purge.sql"),
-    (5, "0005_job_query.sql"),
-    (6, "0006_flow_control.sql"),
-]
+ALL_VERSIONS = [(n, name) for n, name in enumerate(SQL_MIGRATIONS, start=1)]
 
 
 @pytest.fixture

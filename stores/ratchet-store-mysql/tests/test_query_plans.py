@@ -23,13 +23,15 @@ import pymysql
 import pytest
 from pymysql.connections import Connection
 
-from ratchet.spi import JobCursor, JobQuery, JobStatus
+from ratchet.spi import JobCursor, JobQuery
+from ratchet.spi.sql import driving_statement
 from ratchet_store_mysql import MySQLJobStore
 from ratchet_store_mysql import _sql as sql
 from ratchet_store_mysql._pool import connect
 from ratchet_store_mysql._rows import text
 from ratchet_store_mysql._url import parse_store_url
 from ratchet_store_mysql.harness import MySQLStoreHarness
+from ratchet_tck.store.shared.claim_plans import job_query_plans
 
 pytestmark = pytest.mark.server
 
@@ -61,21 +63,7 @@ FROM (SELECT {_N} AS n FROM {_NUMBERS}) AS numbers
 WHERE n <= {JOBS} AND n % 10 = 0
 """
 
-# (what, query, the index every read of ratchet_job must use)
-QUERIES: list[tuple[str, JobQuery, str]] = [
-    ("newest", JobQuery(limit=LIMIT), "ratchet_job_created"),
-    ("name", JobQuery(name="job.7", limit=LIMIT), "ratchet_job_name_created"),
-    (
-        "business key",
-        JobQuery(business_key="key-3", limit=LIMIT),
-        "ratchet_job_business_key_created",
-    ),
-    (
-        "statuses",
-        JobQuery(statuses=(JobStatus.FAILED, JobStatus.PENDING), limit=LIMIT),
-        "ratchet_job_status_created",
-    ),
-]
+QUERIES = job_query_plans(LIMIT)
 
 
 @pytest.fixture(scope="module")
@@ -101,20 +89,10 @@ def filled(mysql_url: str) -> Iterator[tuple[MySQLJobStore, Connection[Any]]]:
         harness.close()
 
 
-def statement_of(query: JobQuery) -> str:
-    if query.business_key is not None:
-        return "query_jobs_by_business_key"
-    if query.name is not None:
-        return "query_jobs_by_name"
-    if query.tag is not None:
-        return "query_jobs_by_tag"
-    return "query_jobs_by_status" if query.statuses else "query_jobs"
-
-
 def explain(
     store: MySQLJobStore, conn: Connection[Any], query: JobQuery
 ) -> tuple[str, list[dict[str, Any]]]:
-    name = statement_of(query)
+    name = driving_statement(query)
     params = store._query_params(query, limit=query.limit, job_id=None)
     with conn.cursor(pymysql.cursors.DictCursor) as cursor:
         cursor.execute(f"EXPLAIN {sql.STATEMENTS[name]}", params)

@@ -20,10 +20,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from ratchet.spi import JobCursor, JobQuery, JobStatus
+from ratchet.spi import JobCursor, JobQuery
+from ratchet.spi.sql import driving_statement
 from ratchet_store_postgresql import PostgreSQLJobStore
 from ratchet_store_postgresql._statements import STATEMENTS
 from ratchet_store_postgresql.harness import PostgreSQLStoreHarness
+from ratchet_tck.store.shared.claim_plans import job_query_plans
 
 pytestmark = pytest.mark.server
 
@@ -52,21 +54,7 @@ SELECT 'tag-' || (n / 10 %% 100), 'q-' || lpad(n::text, 7, '0')
 FROM generate_series(10, %s, 10) AS n
 """
 
-# (what, query, the index every read of ratchet_job must use; None: any index)
-QUERIES: list[tuple[str, JobQuery, str | None]] = [
-    ("newest", JobQuery(limit=LIMIT), "ratchet_job_created"),
-    ("name", JobQuery(name="job.7", limit=LIMIT), "ratchet_job_name_created"),
-    (
-        "business key",
-        JobQuery(business_key="key-3", limit=LIMIT),
-        "ratchet_job_business_key_created",
-    ),
-    (
-        "statuses",
-        JobQuery(statuses=(JobStatus.FAILED, JobStatus.PENDING), limit=LIMIT),
-        "ratchet_job_status_created",
-    ),
-]
+QUERIES = job_query_plans(LIMIT)
 
 
 def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -104,23 +92,13 @@ def explain(
     return list(_nodes(row[0][0]["Plan"]))
 
 
-def statement_of(query: JobQuery) -> str:
-    if query.business_key is not None:
-        return "query_jobs_by_business_key"
-    if query.name is not None:
-        return "query_jobs_by_name"
-    if query.tag is not None:
-        return "query_jobs_by_tag"
-    return "query_jobs_by_status" if query.statuses else "query_jobs"
-
-
 def assert_reads_a_page(
     store: PostgreSQLJobStore, conn: psycopg.Connection[Any], query: JobQuery, index: str | None
 ) -> None:
     """Every read of ratchet_job goes through an index (``index`` when given; a bitmap
     scan of it for a handful of rows) and together they read at most :data:`BUDGET`
     rows."""
-    name = statement_of(query)
+    name = driving_statement(query)
     nodes = explain(store, conn, name, query)
     reads = [node for node in nodes if node.get("Relation Name") == "ratchet_job"]
     used = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ratchet.spi._rows import RowDecoder
 from ratchet.spi.sql._encoder import RowEncoder, json_list, strict_json
-from ratchet.spi.sql._job_query import job_query_fragments
+from ratchet.spi.sql._job_query import driving_statement, job_query_fragments
 from ratchet.spi.sql._migrations import Migration, load_migrations
 from ratchet.spi.sql._session import IN_LIST_CHUNK, Params, Row, SQLSession
 from ratchet.spi.sql._sqlalchemy import (
@@ -37,6 +37,7 @@ __all__ = [
     "SQLSession",
     "Statements",
     "driver_connection",
+    "driving_statement",
     "job_query_fragments",
     "json_list",
     "load_migrations",

@@ -41,7 +41,7 @@ from ratchet.spi._rows import RowDecoder
 from ratchet.spi.sql._encoder import RowEncoder
 from ratchet.spi.sql._session import Params, Row
 
-__all__ = ["JOB_QUERY_STATEMENTS", "SQLJobQuery", "job_query_fragments"]
+__all__ = ["JOB_QUERY_STATEMENTS", "SQLJobQuery", "driving_statement", "job_query_fragments"]
 
 JOB_QUERY_STATEMENTS = frozenset(
     {
@@ -110,6 +110,19 @@ def job_query_fragments(
     return {"job_query_filters": filters, "job_query_by_status": branches}
 
 
+def driving_statement(query: JobQuery) -> str:
+    """The statement that drives ``query`` (the module docstring's table), the idempotency
+    key's aside (``query_jobs_by_id``, once the key is looked up): the one filter whose
+    index range reads the page."""
+    if query.business_key is not None:
+        return "query_jobs_by_business_key"
+    if query.name is not None:
+        return "query_jobs_by_name"
+    if query.tag is not None:
+        return "query_jobs_by_tag"
+    return "query_jobs_by_status" if query.statuses else "query_jobs"
+
+
 class SQLJobQuery:
     """:class:`ratchet.spi.SupportsJobQuery` for :class:`ratchet.spi.sql.SQLJobStore`
     (mixed into it): validation, the driving statement, the decoding."""
@@ -130,18 +143,7 @@ class SQLJobQuery:
                 return JobPage(jobs=(), next=None)
             job_id = self.decode.text(rows[0][0])
         params = self._query_params(query, limit=limit, job_id=job_id)
-        if job_id is not None:
-            name = "query_jobs_by_id"
-        elif query.business_key is not None:
-            name = "query_jobs_by_business_key"
-        elif query.name is not None:
-            name = "query_jobs_by_name"
-        elif query.tag is not None:
-            name = "query_jobs_by_tag"
-        elif query.statuses:
-            name = "query_jobs_by_status"
-        else:
-            name = "query_jobs"
+        name = "query_jobs_by_id" if job_id is not None else driving_statement(query)
         jobs = tuple(self.decode.job(row) for row in self._query(name, params))
         last = jobs[-1] if len(jobs) == limit else None
         cursor = None if last is None else JobCursor(created_at=last.created_at, id=last.id)

@@ -4,15 +4,16 @@ store's driver, which the conformance suite cannot do quickly enough to run ever
 * :func:`claim_ordered_sixty`: the claim of 60 from a backlog whose first 60 by effective
   priority are known, checked against that order.
 * :func:`claimable_ids`: the jobs a worker on another connection can claim right now.
+* :func:`job_query_plans`: the dashboard's job queries and the index each must read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ratchet.spi import ClaimedJob, JobStore
+from ratchet.spi import ClaimedJob, JobQuery, JobStatus, JobStore
 
-__all__ = ["STARTED_NOW_QUERY", "claim_ordered_sixty", "claimable_ids"]
+__all__ = ["STARTED_NOW_QUERY", "claim_ordered_sixty", "claimable_ids", "job_query_plans"]
 
 STARTED_NOW_QUERY = (
     "SELECT id FROM ratchet_job WHERE status = 'RUNNING' AND started_seq = claim_seq"
@@ -44,3 +45,23 @@ def claimable_ids(store: JobStore) -> list[str]:
     """Ids a worker on another connection can claim right now (claims them)."""
     claimed = store.claim_due_jobs(node_id="worker", limit=100, priority_boost_seconds=0)
     return [job.id for job in claimed]
+
+
+def job_query_plans(limit: int) -> list[tuple[str, JobQuery, str]]:
+    """(what, the query with ``limit``, the index every read of ``ratchet_job`` must use)
+    for the job queries each filter drives (``ratchet.spi.sql``'s job-query layer): a
+    store's plan test runs each on a large table and checks its plan names that index."""
+    return [
+        ("newest", JobQuery(limit=limit), "ratchet_job_created"),
+        ("name", JobQuery(name="job.7", limit=limit), "ratchet_job_name_created"),
+        (
+            "business key",
+            JobQuery(business_key="key-3", limit=limit),
+            "ratchet_job_business_key_created",
+        ),
+        (
+            "statuses",
+            JobQuery(statuses=(JobStatus.FAILED, JobStatus.PENDING), limit=limit),
+            "ratchet_job_status_created",
+        ),
+    ]

@@ -24,6 +24,7 @@ from ratchet.spi import (
 from ratchet_tck.store.databases import StoreTestDatabase, plugin_harness
 
 __all__ = [
+    "SQL_MIGRATIONS",
     "SQL_TABLES",
     "test_upgrading_from_version_1_keeps_running_claims_charged",
 ]
@@ -46,6 +47,17 @@ SQL_TABLES = frozenset(
     }
 )
 """The tables of the SQL stores' schema (besides the ledger, ``ratchet_schema_version``)."""
+
+SQL_MIGRATIONS = (
+    "0001_initial.sql",
+    "0002_crash_charges.sql",
+    "0003_job_logs.sql",
+    "0004_archive_purge.sql",
+    "0005_job_query.sql",
+    "0006_flow_control.sql",
+)
+"""The migration files every SQL store ships, in order (version N is the N-th): a store's
+schema tests pin its list to this one, so a migration added to one backend only fails."""
 
 
 def test_upgrading_from_version_1_keeps_running_claims_charged(
