@@ -37,6 +37,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from conftest import FAST
 from ratchet import DoNotRetry, JobPriority, Ratchet, current_job
 from ratchet.metrics import CLUSTER_LOCK, OUTCOMES, ClusterCollector, RatchetMetrics
+from ratchet.spi import SupportsResourcePermits
 from ratchet_tck.loopback import LoopbackBus, LoopbackClusterCoordinator
 
 BOUND = 30.0
@@ -858,3 +859,40 @@ def test_the_grafana_dashboard_uses_only_exported_series() -> None:
     assert used <= exported, used - exported
     for series in ("ratchet_job_attempts_total", "ratchet_dlq_jobs", "ratchet_nodes"):
         assert series in used
+
+
+def test_the_cluster_series_count_each_resources_permits(sqlite_url: str) -> None:
+    """``ratchet_resource_permits_held{resource}`` counts the live permits of each
+    configured resource (an ended claim's permit no longer counts), and
+    ``ratchet_resource_limit{resource}`` is the limit the store holds, once written."""
+    app = Ratchet(sqlite_url, **FAST)
+    try:
+        app.configure_resource("payments-api", max_concurrent=3)
+        app.configure_resource("ledger", max_concurrent=1)
+        store = app.store
+        assert isinstance(store, SupportsResourcePermits)
+        metrics = RatchetMetrics(app, cluster_cache_seconds=0.0)
+        samples = parse(generate_latest(metrics.registry).decode())
+        assert of(samples, "ratchet_resource_permits_held", "resource") == {
+            "ledger": 0,
+            "payments-api": 0,
+        }
+        assert of(samples, "ratchet_resource_limit", "resource") == {}  # none written yet
+        store.configure_resource("payments-api", max_concurrent=3)
+        job = app.enqueue(app.job(name="metered")(lambda: None))
+        other = app.enqueue("metered")
+        claimed = store.claim_due_jobs(node_id="n", limit=2, priority_boost_seconds=0)
+        assert {c.id for c in claimed} == {job, other}
+        for c in claimed:
+            assert store.acquire_permit("payments-api", c.id, c.claim_seq, node_id="n")
+        done = next(c for c in claimed if c.id == other)
+        assert store.complete_job(done.id, done.claim_seq, result_json=None, result_type=None)
+        samples = parse(generate_latest(metrics.registry).decode())
+        assert of(samples, "ratchet_resource_permits_held", "resource") == {
+            "ledger": 0,
+            "payments-api": 1,
+        }
+        assert of(samples, "ratchet_resource_limit", "resource") == {"payments-api": 3}
+        metrics.close()
+    finally:
+        app.close()

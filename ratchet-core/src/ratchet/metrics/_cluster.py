@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -32,7 +32,7 @@ from prometheus_client.registry import Collector
 from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import JobPriority, JobStatus
-from ratchet.spi import JobStore, SupportsPendingAges
+from ratchet.spi import JobStore, SupportsPendingAges, SupportsResourcePermits
 
 __all__ = ["CLUSTER_LOCK", "CLUSTER_LOCK_SECONDS", "ClusterCollector", "ClusterSnapshot"]
 
@@ -53,6 +53,9 @@ class ClusterSnapshot:
     pending_ages: dict[int, float] | None = None
     """Seconds the oldest due PENDING job of each priority has waited (absent: none is
     due); ``None`` when the store cannot say (no ``SupportsPendingAges``)."""
+    permits: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    """Per configured resource: the permits held now and the limit stored (``None``: no
+    worker has written it yet). Empty without ``SupportsResourcePermits``."""
 
 
 class ClusterCollector(Collector):
@@ -72,6 +75,7 @@ class ClusterCollector(Collector):
         lock_owner: str | None = None,
         cache_seconds: float = 10.0,
         lock_seconds: float = CLUSTER_LOCK_SECONDS,
+        resources: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         if lock_owner is not None and not 0 <= cache_seconds < lock_seconds:
             raise ValueError(
@@ -83,6 +87,7 @@ class ClusterCollector(Collector):
         self.lock_owner = lock_owner
         self.cache_seconds = cache_seconds
         self.lock_seconds = lock_seconds
+        self.resources = resources
         self._lock = threading.Lock()
         self._cached: ClusterSnapshot | None = None
         self._cached_at = float("-inf")
@@ -132,7 +137,18 @@ class ClusterCollector(Collector):
             live_nodes=sum(1 for node in nodes if node.node_id not in stale),
             stale_nodes=len(stale),
             pending_ages=ages,
+            permits=self._permits(),
         )
+
+    def _permits(self) -> dict[str, tuple[int, int | None]]:
+        """Two reads per configured resource (its live holders, its stored limit)."""
+        store = self.store
+        if self.resources is None or not isinstance(store, SupportsResourcePermits):
+            return {}
+        return {
+            name: (len(store.permit_holders(name)), store.resource_limit(name))
+            for name in self.resources()
+        }
 
     def describe(self) -> Iterable[Metric]:
         # The registry checks names with this, before any scrape: no store read here.
@@ -185,3 +201,20 @@ class ClusterCollector(Collector):
             for priority in JobPriority:
                 ages.add_metric([priority.name], snapshot.pending_ages.get(int(priority), 0.0))
             yield ages
+        if snapshot.permits:
+            held = GaugeMetricFamily(
+                "ratchet_resource_permits_held",
+                "Permits of each configured resource held now, across the cluster.",
+                labels=["resource"],
+            )
+            limits = GaugeMetricFamily(
+                "ratchet_resource_limit",
+                "The max_concurrent the store holds for each configured resource.",
+                labels=["resource"],
+            )
+            for name, (count, limit) in sorted(snapshot.permits.items()):
+                held.add_metric([name], count)
+                if limit is not None:
+                    limits.add_metric([name], limit)
+            yield held
+            yield limits

@@ -138,11 +138,13 @@ class RatchetMetrics:
             store, node_id, options = source.store, source.node_id, source.options
             coordinator, worker = source.coordinator, None
             breakers = source.circuit_breakers
+            resources = source.resources
         elif hasattr(source, "context") and hasattr(source, "heartbeat"):
             subscribe = source.context.observers.events.subscribe
             store, node_id, options = source.store, source.node_id, source.options
             coordinator, worker = None, source
             breakers = source.context.circuit_breakers
+            resources = source.context.resources
         else:
             raise TypeError(
                 f"RatchetMetrics() takes a ratchet.Ratchet application or one of its "
@@ -166,6 +168,7 @@ class RatchetMetrics:
                 grace_seconds=options.orphan_grace_seconds,
                 lock_owner=node_id,
                 cache_seconds=cluster_cache_seconds,
+                resources=lambda: [settings.name for settings in resources.all()],
             )
             self.registry.register(self.cluster)
 
