@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -150,6 +151,43 @@ def test_enqueue_async_does_not_block_the_loop(app: Ratchet) -> None:
 
     job_id = asyncio.run(main())
     assert app.get_job(job_id).args == (5,)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_the_first_enqueued_event_reads_the_database_clock_off_the_loop(
+    app: Ratchet, monkeypatch: pytest.MonkeyPatch, guarded: bool
+) -> None:
+    """With a ``JobEnqueued`` subscriber and no database time seen yet, ``enqueue_async``
+    reads the store's clock in a thread, not on the caller's event loop; the event still
+    carries that time. Negative control (``guarded=False``, the early read switched
+    off): the read happens on the loop's thread, when the event is emitted."""
+    clock = app.observers.clock
+    readers: list[int] = []
+    read = clock._read
+
+    def recorded() -> datetime:
+        readers.append(threading.get_ident())
+        return read()
+
+    monkeypatch.setattr(clock, "_read", recorded)
+    if not guarded:
+
+        async def skipped() -> None:
+            return None
+
+        monkeypatch.setattr(app.observers, "read_clock_off_loop", skipped)
+    seen: list[ratchet.events.JobEnqueued] = []
+    app.on(ratchet.events.JobEnqueued, seen.append)
+    work = app.job(name="clocked")(lambda: None)
+
+    async def main() -> int:
+        await work.enqueue_async()
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert len(readers) == 1, readers
+    assert (loop_thread in readers) is not guarded, (readers, loop_thread)
+    assert len(seen) == 1 and seen[0].at is not None
 
 
 def test_enqueue_by_name_and_unknown_job(app: Ratchet) -> None:

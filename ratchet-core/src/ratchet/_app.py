@@ -738,6 +738,7 @@ class Ratchet:
 
         job = self.builder(func, *args, **kwargs).build()
         store = self._transactional_store()
+        await self.observers.read_clock_off_loop()
         with self.observers.enqueuing([job], transactional=True) as stored:
             await run_with_sync_connection(connection, store.enqueue_in, stored[0])
         return job.id
@@ -754,6 +755,7 @@ class Ratchet:
         jobs = [self._builder(definition, tuple(args), {}).build() for args in arguments]
         if jobs:
             store = self._transactional_store()
+            await self.observers.read_clock_off_loop()
             with self.observers.enqueuing(jobs, transactional=True) as stored:
                 await run_with_sync_connection(connection, store.enqueue_many_in, stored)
         return [job.id for job in jobs]
@@ -795,6 +797,7 @@ class Ratchet:
         import asyncio
 
         store = self.store
+        await self.observers.read_clock_off_loop()
         with self.observers.enqueuing(jobs) as stored:
             if isinstance(store, SupportsAsyncEnqueue):
                 if len(stored) == 1:

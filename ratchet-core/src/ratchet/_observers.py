@@ -119,6 +119,20 @@ class Observers:
                 for event in first:
                     self.events.emit(event)
 
+    def clock_unread_for_events(self) -> bool:
+        """Whether the next ``JobEnqueued`` would read the database clock first (someone
+        wants the event and no database time was seen yet): an async caller reads it off
+        its event loop beforehand (:meth:`read_clock_off_loop`)."""
+        return self.events.wants(JobEnqueued) and self.clock.estimate() is None
+
+    async def read_clock_off_loop(self) -> None:
+        """The first read of the database clock, in a thread, when an event needs it: the
+        store's sync driver never blocks the caller's event loop."""
+        if self.clock_unread_for_events():
+            import asyncio
+
+            await asyncio.to_thread(self.clock.now)
+
     def _enqueued_events(self, jobs: Sequence[NewJob], transactional: bool) -> list[JobEnqueued]:
         if not self.events.wants(JobEnqueued):
             return []
