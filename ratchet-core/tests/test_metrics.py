@@ -35,7 +35,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import FAST
-from ratchet import DoNotRetry, JobPriority, Ratchet, current_job
+from ratchet import DoNotRetry, JobPriority, Ratchet, Snooze, current_job
 from ratchet.metrics import CLUSTER_LOCK, OUTCOMES, ClusterCollector, RatchetMetrics
 from ratchet.spi import SupportsResourcePermits
 from ratchet_tck.loopback import LoopbackBus, LoopbackClusterCoordinator
@@ -133,6 +133,10 @@ def test_a_scripted_run_has_exact_counts(app: Ratchet) -> None:
     @app.job(name="later")
     def later() -> None: ...
 
+    @app.job(name="nap")
+    def nap() -> None:
+        raise Snooze(3600)  # back to the queue, due in an hour: no longer running here
+
     @app.job(name="slow")
     def slow() -> None:
         job = current_job()  # loses its claim to another node before it returns: stale
@@ -148,6 +152,7 @@ def test_a_scripted_run_has_exact_counts(app: Ratchet) -> None:
     flaky.enqueue()
     broken.enqueue()
     refuse.enqueue()
+    nap.enqueue()
     assert app.cancel_job(app.builder(later).delay(seconds=3600).submit())
     app.run_until_idle(timeout=BOUND)
     slow.enqueue()  # alone, so the steal below takes this job and no other
@@ -158,7 +163,7 @@ def test_a_scripted_run_has_exact_counts(app: Ratchet) -> None:
         code, text = get(server.url + "/metrics")
     assert code == 200
     samples = parse(text)
-    names = ["left", "ok", "flaky", "broken", "refuse", "later", "slow"]
+    names = ["left", "ok", "flaky", "broken", "refuse", "nap", "later", "slow"]
     assert of(samples, "ratchet_jobs_enqueued_total", "job") == dict.fromkeys(names, 1.0) | {
         "ok": 3.0
     }
@@ -176,6 +181,7 @@ def test_a_scripted_run_has_exact_counts(app: Ratchet) -> None:
         ("broken", "retried"): 1,
         ("broken", "dead_lettered"): 1,
         ("refuse", "dead_lettered"): 1,
+        ("nap", "snoozed"): 1,
         ("later", "canceled"): 1,
         ("slow", "stale"): 1,
     }
@@ -193,6 +199,7 @@ def test_a_scripted_run_has_exact_counts(app: Ratchet) -> None:
         "flaky": 2,
         "broken": 2,
         "refuse": 1,
+        "nap": 1,
         "slow": 1,
     }
     inf = {
@@ -204,7 +211,7 @@ def test_a_scripted_run_has_exact_counts(app: Ratchet) -> None:
     assert set(of(samples, "ratchet_jobs_running", "job").values()) == {0.0}
     # The cluster series: this node holds the lock, so it reports them.
     assert of(samples, "ratchet_jobs", "status") == {
-        "PENDING": 0,
+        "PENDING": 1,  # nap, snoozed for an hour
         "RUNNING": 1,  # slow, claimed by another-node
         "SUCCEEDED": 5,
         "FAILED": 2,

@@ -7,7 +7,10 @@ events it is built from fall short:
 * ``ratchet_job_attempts_total{job,outcome}``: ``succeeded``, ``retried`` (a failed
   attempt that runs again) and ``dead_lettered`` (the job moved to the dead-letter
   queue: retries exhausted, :class:`~ratchet.DoNotRetry`, an unrecordable outcome, or
-  the crash limit of orphan recovery) from this node's outcomes; ``stale`` an outcome
+  the crash limit of orphan recovery) from this node's outcomes; ``snoozed`` a claim
+  given back uncharged (:class:`~ratchet.Snooze`, or a deferral by the job's
+  ``concurrency``, its circuit breaker or its resource's permits: a deferred attempt never
+  started, so it has no duration); ``stale`` an outcome
   this node could not record because its claim had been recovered, released or canceled;
   ``canceled`` a job this process canceled (pending, or while it ran). ``crashed``
   counts the claims this node's orphan scans took back from silent nodes (its own
@@ -44,6 +47,7 @@ from ratchet.events import (
     JobDeadLettered,
     JobEnqueued,
     JobFailed,
+    JobSnoozed,
     JobStarted,
     JobSucceeded,
     OrphansRecovered,
@@ -54,7 +58,15 @@ from ratchet.events import (
 
 __all__ = ["DURATION_BUCKETS", "OUTCOMES", "NodeMetrics"]
 
-OUTCOMES = ("succeeded", "retried", "dead_lettered", "canceled", "stale", "crashed")
+OUTCOMES = (
+    "succeeded",
+    "retried",
+    "snoozed",
+    "dead_lettered",
+    "canceled",
+    "stale",
+    "crashed",
+)
 """The values of the ``outcome`` label of ``ratchet_job_attempts_total``."""
 
 DURATION_BUCKETS = (
@@ -180,6 +192,7 @@ class NodeMetrics:
             JobFailed: self._failed,
             JobDeadLettered: self._dead_lettered,
             JobCanceled: self._canceled,
+            JobSnoozed: self._snoozed,
             OutcomeRejected: self._rejected,
             OrphansRecovered: self._orphans,
             StoreUnavailable: self._store_unavailable,
@@ -227,6 +240,10 @@ class NodeMetrics:
 
     def _dead_lettered(self, event: JobDeadLettered) -> None:
         self.attempts.labels(event.name, "dead_lettered").inc()
+
+    def _snoozed(self, event: JobSnoozed) -> None:
+        self.running.ended(event.job_id, event.claim_seq)
+        self.attempts.labels(event.name, "snoozed").inc()
 
     def _canceled(self, event: JobCanceled) -> None:
         self.attempts.labels(event.name, "canceled").inc()
