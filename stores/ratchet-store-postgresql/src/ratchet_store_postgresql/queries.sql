@@ -884,16 +884,6 @@ SELECT max_concurrent FROM ratchet_resource WHERE name = %(resource)s;
 -- Held until the acquire commits: acquirers of one resource count one after another.
 SELECT max_concurrent FROM ratchet_resource WHERE name = %(resource)s FOR UPDATE;
 
--- name: select_running_claim
-SELECT 1 FROM ratchet_job WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s;
-
--- name: delete_ended_permits
-DELETE FROM ratchet_resource_permit
-WHERE resource = %(resource)s AND NOT EXISTS (
-    SELECT 1 FROM ratchet_job AS j
-    WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
-      AND j.claim_seq = ratchet_resource_permit.claim_seq);
-
 -- name: delete_all_ended_permits
 DELETE FROM ratchet_resource_permit
 WHERE NOT EXISTS (
@@ -901,15 +891,43 @@ WHERE NOT EXISTS (
     WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
       AND j.claim_seq = ratchet_resource_permit.claim_seq);
 
--- name: count_permits
-SELECT COUNT(*) FROM ratchet_resource_permit WHERE resource = %(resource)s;
-
--- name: select_permit_claim
-SELECT claim_seq FROM ratchet_resource_permit WHERE resource = %(resource)s AND job_id = %(id)s;
-
--- name: insert_permit
-INSERT INTO ratchet_resource_permit (resource, job_id, claim_seq, node_id, acquired_at)
-VALUES (%(resource)s, %(id)s, %(claim_seq)s, %(node_id)s, statement_timestamp());
+-- name: grant_permit
+-- acquire_permit after lock_resource, in one statement: the claim must be RUNNING; ended
+-- permits of other jobs are dropped; this claim's permit is kept, or one is added below
+-- %(max_concurrent)s live permits (an earlier claim's row of this job is taken over by
+-- the upsert). It runs after the lock, so its snapshot sees the permit of every acquirer
+-- that held the lock before. The answer: 1 when the claim holds a permit afterwards.
+WITH claim AS (
+    SELECT 1 FROM ratchet_job
+    WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+),
+ended AS (
+    DELETE FROM ratchet_resource_permit AS p
+    WHERE p.resource = %(resource)s AND p.job_id <> %(id)s AND NOT EXISTS (
+        SELECT 1 FROM ratchet_job AS j
+        WHERE j.id = p.job_id AND j.status = 'RUNNING' AND j.claim_seq = p.claim_seq)
+),
+held AS (
+    SELECT count(*) AS live,
+           count(*) FILTER (WHERE p.job_id = %(id)s AND p.claim_seq = %(claim_seq)s) AS mine
+    FROM ratchet_resource_permit AS p
+    JOIN ratchet_job AS j
+      ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
+    WHERE p.resource = %(resource)s
+),
+granted AS (
+    INSERT INTO ratchet_resource_permit (resource, job_id, claim_seq, node_id, acquired_at)
+    SELECT %(resource)s, %(id)s, %(claim_seq)s, %(node_id)s, statement_timestamp()
+    FROM claim, held
+    WHERE held.mine = 0 AND held.live < %(max_concurrent)s
+    ON CONFLICT (resource, job_id) DO UPDATE
+    SET claim_seq = excluded.claim_seq, node_id = excluded.node_id,
+        acquired_at = excluded.acquired_at
+    RETURNING 1
+)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM claim)
+             AND ((SELECT mine FROM held) > 0 OR EXISTS (SELECT 1 FROM granted))
+       THEN 1 ELSE 0 END;
 
 -- name: delete_permit
 DELETE FROM ratchet_resource_permit

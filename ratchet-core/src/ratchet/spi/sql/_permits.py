@@ -11,7 +11,11 @@ the rows left behind are housekeeping (``delete_ended_permits``).
 The acquire runs in one transaction that first locks the resource's row in
 ``ratchet_resource`` (``FOR UPDATE``; SQLite's ``BEGIN IMMEDIATE`` serialises every write
 anyway): two acquirers of one resource never count at the same time, so the count they
-compare with the limit is the count they add to.
+compare with the limit is the count they add to. The lock is held until the commit, so
+every statement after it is on every acquirer's critical path: a backend may supply the
+optional ``grant_permit`` statement, the four steps after the lock in one (PostgreSQL
+does; it cannot be folded into the locking statement itself, whose snapshot predates the
+lock wait and would miss the permit the previous holder just added).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from ratchet.spi._checks import (
 from ratchet.spi._rows import RowDecoder
 from ratchet.spi.sql._session import Params, Row, SQLSession
 
-__all__ = ["PERMIT_STATEMENTS", "SQLResourcePermits"]
+__all__ = ["GRANT_PERMIT", "PERMIT_STATEMENTS", "SQLResourcePermits"]
 
 T = TypeVar("T")
 
@@ -51,7 +55,13 @@ PERMIT_STATEMENTS = frozenset(
         "select_permit_holders",
     }
 )
-"""The resource-permit statements every SQL backend's ``.sql`` file provides."""
+"""The resource-permit statements every SQL backend's ``.sql`` file provides (a backend
+with ``grant_permit`` leaves out the four it replaces, in ``overridden_statements``)."""
+
+GRANT_PERMIT = "grant_permit"
+"""Optional: resource, id, claim_seq, node_id, max_concurrent -> (1 when the claim holds a
+permit afterwards, else 0), run after ``lock_resource``: :meth:`acquire_permit`'s steps
+in one statement."""
 
 
 class SQLResourcePermits:
@@ -102,6 +112,9 @@ class SQLResourcePermits:
             limit = session.one("lock_resource", params)
             if limit is None:
                 raise resource_not_configured(resource)
+            if GRANT_PERMIT in session.statements:  # the backend's one-statement form
+                held = session.one(GRANT_PERMIT, {**params, "max_concurrent": int(limit[0])})
+                return held is not None and bool(held[0])
             if session.one("select_running_claim", params) is None:
                 return False
             # Ended permits go first: an earlier claim of this job among them, so a row
