@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("--resource", type=int, default=0, help="limit of resource 'gateway'")
     parser.add_argument("--slow-fire", type=float, default=0.0)
     parser.add_argument("--metrics", action="store_true", help="serve /healthz on a free port")
+    parser.add_argument("--queues", help="the queues this worker serves (default: every queue)")
     args = parser.parse_args()
 
     app = Ratchet(args.store_url, coordinator="none")
@@ -92,6 +93,10 @@ def main() -> None:
         record(f"began hog {n} claim={claim} pid={os.getpid()}")
         time.sleep(60 if claim == 1 else 0.1)
         record(f"held {n} {began:.6f} {time.monotonic():.6f} pid={os.getpid()}")
+
+    @app.job(name="mailer", max_retries=0, queue="emails")
+    def mailer(n: int) -> None:
+        record(f"mailed {n} {time.monotonic():.6f} pid={os.getpid()}")
 
     @app.job(name="stoppable", max_retries=3)
     def stoppable(n: int) -> str:
@@ -204,9 +209,9 @@ def main() -> None:
         metrics = RatchetMetrics(app, cluster=False)
         with metrics.serve(port=0) as server:
             record(f"metrics pid={os.getpid()} url={server.url}")
-            app.run_worker(concurrency=args.concurrency, on_start=metrics.watch)
+            app.run_worker(concurrency=args.concurrency, queues=args.queues, on_start=metrics.watch)
         return
-    app.run_worker(concurrency=args.concurrency)
+    app.run_worker(concurrency=args.concurrency, queues=args.queues)
 
 
 if __name__ == "__main__":

@@ -314,3 +314,40 @@ def test_resources_lists_limits_the_stored_limit_and_the_holders(
     plain = write_app(tmp_path, "cli_app_no_resources", cli_env)
     assert main(["resources", plain]) == 0
     assert "has no resources" in capsys.readouterr().out
+
+
+def test_queues_list_pause_resume_and_enqueue_into_a_queue(
+    tmp_path: Path, cli_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app_ref = write_app(tmp_path, "cli_app_queues", cli_env)
+    assert main(["enqueue", app_ref, "add", "--args", "[1, 2]", "--queue", "emails"]) == 0
+    job_id = capsys.readouterr().out.strip()
+    assert main(["jobs", "cancel", job_id]) == 0
+    assert main(["queues", "list"]) == 0
+    assert "No queue has pending or running jobs" in capsys.readouterr().out
+    assert main(["enqueue", app_ref, "add", "--args", "[1, 2]", "--queue", "emails"]) == 0
+    job_id = capsys.readouterr().out.strip()
+    assert main(["enqueue", app_ref, "add", "--args", "[1, 2]", "--queue", "bad name"]) == 2
+    assert "Queue name 'bad name'" in capsys.readouterr().err
+    assert main(["jobs", "show", job_id]) == 0
+    assert re.search(r"queue: emails", capsys.readouterr().out)
+    assert main(["queues", "pause", "emails"]) == 0
+    assert "Paused queue 'emails'" in capsys.readouterr().out
+    assert main(["queues", "pause", "emails"]) == 0
+    assert "already paused" in capsys.readouterr().out
+    assert main(["queues", "list"]) == 0
+    emails = next(line for line in capsys.readouterr().out.splitlines() if "emails" in line)
+    assert emails.split() == ["emails", "1", "0", "paused"]
+    assert main(["queues", "resume", "emails"]) == 0
+    assert "Resumed queue 'emails'" in capsys.readouterr().out
+    assert main(["queues", "resume", "emails"]) == 0
+    assert "was not paused" in capsys.readouterr().out
+    assert main(["queues", "pause", "no spaces"]) == 2
+
+
+def test_worker_refuses_a_bad_queue_list(
+    tmp_path: Path, cli_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app_ref = write_app(tmp_path, "cli_app_bad_queues", cli_env)
+    assert main(["worker", app_ref, "--queues", "emails:0", "--burst"]) == 2
+    assert "--queues: 'emails:0' caps the queue at '0'" in capsys.readouterr().err

@@ -661,3 +661,36 @@ def test_the_permit_of_a_killed_node_comes_back_through_orphan_recovery(
     assert app.get_job(hog).claim_seq >= 2  # type: ignore[union-attr]
     assert all(app.get_job(i).attempts == 1 for i in ids)  # type: ignore[union-attr]
     assert _most_held_at_once(c) == 1
+
+
+def test_a_paused_queue_is_claimed_by_no_process_until_it_is_resumed(
+    cluster: Callable[..., Cluster], store_url: str
+) -> None:
+    """Three worker processes, two serving every queue and one serving only ``emails``:
+    while ``emails`` is paused (by a fourth process, before and while they run), they run
+    the default queue's jobs and claim none of its six ``mailer`` jobs for many polls; the
+    negative control is the same window after the resume, in which all six run, each
+    once, on its first claim."""
+    c = cluster()
+    app = client(store_url)
+    app.job(name="mailer", max_retries=0, queue="emails")(lambda n: None)
+    assert app.pause_queue("emails") is True
+    early = app.enqueue_many("mailer", [(n,) for n in range(3)])
+    quick = app.enqueue_many("quick", [(n,) for n in range(6)])
+    for flags in ((), (), ("--queues", "emails")):
+        c.start("--concurrency", "2", *flags)
+    wait_until(lambda: len(c.lines("quick ")) == 6, 60, "the default queue's jobs", c)
+    late = app.enqueue_many("mailer", [(n,) for n in range(3, 6)])  # paused while polling
+    window = 2.0  # about 40 polls of each worker (RATCHET_POLL_BURST_SECONDS 0.05)
+    time.sleep(window)
+    assert not c.lines("mailed "), "a worker claimed a job of the paused queue"
+    waiting = [app.get_job(job_id) for job_id in [*early, *late]]
+    assert {(job.status, job.claim_seq) for job in waiting} == {(JobStatus.PENDING, 0)}  # type: ignore[union-attr]
+    assert all(app.get_job(job_id).status is JobStatus.SUCCEEDED for job_id in quick)  # type: ignore[union-attr]
+
+    resumed_at = time.monotonic()
+    assert app.resume_queue("emails") is True
+    wait_until(lambda: len(c.lines("mailed ")) == 6, window, "the resumed queue's jobs", c)
+    began = [float(line.split()[2]) for line in c.lines("mailed ")]
+    assert min(began) >= resumed_at
+    assert {app.get_job(job_id).claim_seq for job_id in [*early, *late]} == {1}  # type: ignore[union-attr]

@@ -2,8 +2,8 @@
 at Django migration ``ratchet.0001_initial`` and store schema version 3 (what that
 release's ``migrate`` left) reaches the shipped store schema with ``migrate``, through
 ``ratchet.0002_archive_purge`` (and one at store schema 4 through
-``ratchet.0003_job_query``, and one at store schema 5 through
-``ratchet.0004_flow_control``). Run in subprocesses with the example project's settings
+``ratchet.0003_job_query``, one at store schema 5 through ``ratchet.0004_flow_control``,
+and one at store schema 6 through ``ratchet.0005_queues``). Run in subprocesses with the example project's settings
 (examples/django, a temporary SQLite file), as Django's settings are process-wide.
 """
 
@@ -131,3 +131,24 @@ def test_migrate_brings_an_install_at_store_schema_5_to_the_shipped_schema(
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert {"ratchet_resource", "ratchet_resource_permit"} <= tables
     assert "[X]  ratchet.0004_flow_control" in manage(database, "showmigrations", "ratchet", "-p")
+
+
+def test_migrate_brings_an_install_at_store_schema_6_to_the_shipped_schema(
+    tmp_path: Path,
+) -> None:
+    """The release of Django migration 0004 left the store at version 6: recording 0004
+    (the negative control) changes nothing, and ``migrate`` then applies 0005, which adds
+    the queue column and the paused-queue table of store migration 7."""
+    database = tmp_path / "shop.sqlite3"
+    _write_store_schema(database, 6)
+    manage(database, "migrate", "ratchet", "0004_flow_control", "--fake")
+    assert _store_versions(database) == [1, 2, 3, 4, 5, 6]
+
+    manage(database, "migrate")
+    assert _store_versions(database) == [v for v, _name, _text in _shipped_store_migrations()]
+    with sqlite3.connect(database) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(ratchet_job)")}
+    assert {"ratchet_paused_queue", "ratchet_job_queue_claim"} <= tables
+    assert "queue" in columns
+    assert "[X]  ratchet.0005_queues" in manage(database, "showmigrations", "ratchet", "-p")

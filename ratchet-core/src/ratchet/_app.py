@@ -12,6 +12,7 @@ from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._engine.cancels import cancel_in_store
 from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._engine.permits import DEFAULT_RETRY_DELAY_MS, Resources, ResourceSettings
+from ratchet._engine.queues import queue_store
 from ratchet._environment import warn_about_unknown_variables
 from ratchet._event_bus import Subscription
 from ratchet._job_logs import JobLogs, JobProgress
@@ -23,6 +24,7 @@ from ratchet._jobs import (
     callback_path,
     make_definition,
     normalize_tag,
+    queue_name,
 )
 from ratchet._logs import get_logger
 from ratchet._observers import (
@@ -34,12 +36,14 @@ from ratchet._observers import (
 from ratchet._payloads import Payloads
 from ratchet._redact import add_redactor
 from ratchet._types import (
+    DEFAULT_QUEUE,
     BackoffPolicy,
     Execution,
     Job,
     JobPriority,
     JobStatus,
     NewJob,
+    QueueCounts,
     RecurringDefinition,
 )
 from ratchet._waiting import CompletionWaiters, wait_for, wait_for_async
@@ -345,6 +349,7 @@ class Ratchet:
         concurrency: int | None = None,
         circuit_breaker: str | None = None,
         resource: str | None = None,
+        queue: str = DEFAULT_QUEUE,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
     def job(
@@ -364,6 +369,7 @@ class Ratchet:
         concurrency: int | None = None,
         circuit_breaker: str | None = None,
         resource: str | None = None,
+        queue: str = DEFAULT_QUEUE,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or ``async def``) as a job: ``@app.job`` or
         ``@app.job(max_retries=5, …)``. The name defaults to ``module:qualname``.
@@ -382,7 +388,10 @@ class Ratchet:
         using attempts (:mod:`ratchet._engine.breaking`). ``resource="name"`` makes every
         attempt hold a cluster-wide permit of that resource (:meth:`configure_resource`);
         at capacity the job is deferred by the resource's retry delay, without using
-        attempts (:mod:`ratchet._engine.permits`)."""
+        attempts (:mod:`ratchet._engine.permits`). ``queue="emails"`` puts its jobs in
+        that queue (default ``"default"``; ``builder.queue`` per submission): workers
+        serve every queue unless they name theirs (``--queues``), and a paused queue is
+        not claimed (:meth:`pause_queue`)."""
         if encrypted:
             self.payloads.require("@app.job(encrypted=True)")
         success_path = (
@@ -411,6 +420,7 @@ class Ratchet:
                 concurrency=concurrency,
                 circuit_breaker=circuit_breaker,
                 resource=resource,
+                queue=queue,
             )
             existing = self.registry.get(definition.name)
             if existing is not None and existing.target != definition.target:
@@ -630,8 +640,43 @@ class Ratchet:
                 "List them with `ratchet recurring list`; a @app.recurring schedule is "
                 "saved once a worker of the application has started."
             )
-        job = job_of_schedule(definition, None)
+        job = job_of_schedule(definition, None, queue=self._queue_of(definition.name))
         return self._store_job(self.payloads.fire(definition, job))
+
+    def _queue_of(self, name: str) -> str:
+        """The queue of the registered job ``name`` (the default one when unknown)."""
+        found = self.registry.get(name)
+        return DEFAULT_QUEUE if found is None else found.queue
+
+    # -- queues --------------------------------------------------------------------------
+
+    def pause_queue(self, name: str) -> bool:
+        """Stop every worker of the cluster from claiming jobs of the queue ``name``, from
+        their next claim on, until :meth:`resume_queue`. Its jobs stay PENDING (new ones
+        may still be enqueued) and running ones run on; the pause is kept in the store,
+        so it outlasts restarts. ``True`` when the queue was not paused yet. The queue
+        need not have a job. ConfigurationError when the store has no queues
+        (``ratchet.spi.SupportsQueues``)."""
+        return queue_store(self.store).set_queue_paused(queue_name(name), True)
+
+    def resume_queue(self, name: str) -> bool:
+        """Let the workers claim jobs of the paused queue ``name`` again (and wake the
+        local ones); ``True`` when it was paused. Errors as :meth:`pause_queue`."""
+        resumed = queue_store(self.store).set_queue_paused(queue_name(name), False)
+        self._wakeups.wake()
+        return resumed
+
+    def queues(self) -> list[QueueCounts]:
+        """Every queue with PENDING or RUNNING jobs, or paused, by name, with those
+        counts and whether it is paused (a read that may scan the active jobs; for
+        operators). Errors as :meth:`pause_queue`."""
+        return queue_store(self.store).queue_counts()
+
+    def _check_queue(self, queue: str) -> None:
+        """A builder's check: a job outside the default queue needs a store that keeps
+        queues."""
+        if queue != DEFAULT_QUEUE:
+            queue_store(self.store)
 
     def definition(self, func: Callable[..., Any] | str) -> JobDefinition:
         """The registered definition of a job function or job name."""
@@ -669,6 +714,7 @@ class Ratchet:
             store_job_in=self._store_job_in,
             trusted_callbacks=self.trusted_callbacks,
             check_resource=self.resources.require,
+            check_queue=self._check_queue,
         )
 
     def enqueue(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> str:
@@ -1103,16 +1149,22 @@ class Ratchet:
 
     # -- workers -------------------------------------------------------------------------
 
-    def worker(self, *, concurrency: int | None = None) -> Worker:
-        """A worker to embed: ``with app.worker(): …`` or ``.start()`` / ``.stop(timeout)``."""
+    def worker(
+        self, *, concurrency: int | None = None, queues: str | Sequence[str] | None = None
+    ) -> Worker:
+        """A worker to embed: ``with app.worker(): …`` or ``.start()`` / ``.stop(timeout)``.
+        ``queues`` (``"emails:2,default"`` or a list of such entries) names the queues it
+        serves, each optionally capped at N attempts at once on this worker; ``None``
+        reads ``RATCHET_QUEUES``, and without it the worker serves every queue."""
         from ratchet._engine.worker import Worker
 
-        return Worker(self._node_context(), concurrency=concurrency)
+        return Worker(self._node_context(), concurrency=concurrency, queues=queues)
 
     def run_worker(
         self,
         *,
         concurrency: int | None = None,
+        queues: str | Sequence[str] | None = None,
         progress_seconds: float | None = None,
         on_start: Callable[[Worker], object] | None = None,
         burst: bool = False,
@@ -1131,12 +1183,12 @@ class Ratchet:
         progress line that often when anything changed. When a background thread of the
         worker dies, the worker drains and this raises WorkerCrashedError. ``on_start`` is
         called with the worker once it has started (``ratchet worker --metrics-port``
-        watches its health this way).
+        watches its health this way). ``queues`` as for :meth:`worker`.
         """
         from ratchet._engine.drain_signals import DrainSignals
 
         with DrainSignals().installed() as signals:
-            with self.worker(concurrency=concurrency) as worker:
+            with self.worker(concurrency=concurrency, queues=queues) as worker:
                 signals.attach(worker)
                 if on_start is not None:
                     on_start(worker)

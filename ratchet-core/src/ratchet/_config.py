@@ -279,6 +279,13 @@ class RatchetOptions:
         "Coordinator name; 'none' disables; default: first available",
         kind="str",
     )
+    queues: str | None = _opt(
+        None,
+        "RATCHET_QUEUES",
+        "Queues a worker serves, comma-separated, each optionally capped as name:N "
+        "(e.g. emails:2,default); default: every queue",
+        kind="str",
+    )
     circuit_breaker_profiles: str | None = _opt(
         None,
         "RATCHET_CIRCUIT_BREAKER_PROFILES",

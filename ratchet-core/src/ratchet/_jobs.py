@@ -31,7 +31,7 @@ from ratchet._limits import (
     echo,
 )
 from ratchet._payloads import is_sealed_job
-from ratchet._types import BackoffPolicy, Job, JobPriority, JobStatus, NewJob
+from ratchet._types import DEFAULT_QUEUE, BackoffPolicy, Job, JobPriority, JobStatus, NewJob
 from ratchet._uuid import new_job_id
 from ratchet.encryption import sealed_token
 from ratchet.errors import (
@@ -43,6 +43,7 @@ from ratchet.errors import (
     PayloadDecryptionError,
     ValueOutOfRangeError,
 )
+from ratchet.spi._checks import check_queue_name
 
 __all__ = [
     "ON_FAILURE_PARAM",
@@ -88,6 +89,8 @@ class JobDefinition:
     """The name of the node's circuit breaker that guards this job (``None``: none)."""
     resource: str | None = None
     """The resource each attempt holds a cluster-wide permit of (``None``: none)."""
+    queue: str = DEFAULT_QUEUE
+    """The queue its jobs wait in unless a submission names another (``builder.queue``)."""
     # None when the function's signature cannot be read (some builtins): calls go unchecked.
     signature: inspect.Signature | None = field(default=None, compare=False, repr=False)
 
@@ -232,6 +235,7 @@ def make_definition(
     concurrency: int | None = None,
     circuit_breaker: str | None = None,
     resource: str | None = None,
+    queue: str = DEFAULT_QUEUE,
 ) -> JobDefinition:
     """Validate ``@app.job`` arguments into a definition.
 
@@ -259,11 +263,21 @@ def make_definition(
             None if circuit_breaker is None else _key(circuit_breaker, "Circuit breaker name")
         ),
         resource=None if resource is None else _key(resource, "Resource name"),
+        queue=queue_name(queue),
         signature=_signature(func),
     )
 
 
 MAX_JOB_CONCURRENCY = 10_000
+
+
+def queue_name(name: Any) -> str:
+    """``name`` if it is a queue name (:func:`ratchet.spi.check_queue_name`), else
+    ValueOutOfRangeError saying what a queue name may hold."""
+    try:
+        return check_queue_name(name)
+    except ValueError as exc:
+        raise ValueOutOfRangeError(str(exc)) from None
 
 
 def _concurrency(value: Any) -> int | None:
@@ -415,6 +429,10 @@ class JobBuilder:
     # The application's check that a resource is configured (name, what names it):
     # raises ResourceNotConfiguredError. None: no check (a builder made outside an app).
     check_resource: Callable[[str, str], object] | None = field(default=None, repr=False)
+    queue_value: str = DEFAULT_QUEUE
+    # The application's check that its store keeps queues other than the default one
+    # (raises ConfigurationError). None: no check.
+    check_queue: Callable[[str], object] | None = field(default=None, repr=False)
 
     @classmethod
     def for_definition(
@@ -428,6 +446,7 @@ class JobBuilder:
         store_job_in: Callable[[Any, NewJob], str],
         trusted_callbacks: dict[str, Callable[..., Any]] | None = None,
         check_resource: Callable[[str, str], object] | None = None,
+        check_queue: Callable[[str], object] | None = None,
     ) -> JobBuilder:
         """A builder with the job's defaults."""
         return cls(
@@ -447,6 +466,8 @@ class JobBuilder:
             encrypted_value=definition.encrypted,
             resource_value=definition.resource,
             check_resource=check_resource,
+            queue_value=definition.queue,
+            check_queue=check_queue,
         )
 
     def priority(self, priority: JobPriority | int) -> JobBuilder:
@@ -532,6 +553,13 @@ class JobBuilder:
         self.resource_value = None if name is None else _key(name, "Resource name")
         return self
 
+    def queue(self, name: str) -> JobBuilder:
+        """Put this job in the queue ``name`` instead of the job's default (letters,
+        digits, ``_``, ``-``, ``.``; at most 100). Workers serve every queue unless they
+        name theirs (``ratchet worker APP --queues emails,default``)."""
+        self.queue_value = queue_name(name)
+        return self
+
     def param(self, key: str, value: Any) -> JobBuilder:
         """A named value the job reads with ``current_job().param(key)``."""
         self.params_value[_key(key, "Param key")] = value
@@ -544,6 +572,8 @@ class JobBuilder:
         definition = self.definition
         check_arguments(definition, self.args, self.kwargs)
         params = self.params_value
+        if self.check_queue is not None:
+            self.check_queue(self.queue_value)
         resource = self.resource_value
         if resource is not None and self.check_resource is not None:
             self.check_resource(resource, f"Job {definition.name!r}")
@@ -581,6 +611,7 @@ class JobBuilder:
             scheduled_at=self.scheduled_at,
             delay_seconds=self.delay_seconds,
             encrypted=self.encrypted_value,
+            queue=self.queue_value,
         )
 
     def submit(self) -> str:

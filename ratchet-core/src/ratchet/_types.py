@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "DEFAULT_QUEUE",
     "TERMINAL_STATUSES",
     "BackoffPolicy",
     "ClaimedJob",
@@ -31,6 +32,7 @@ __all__ = [
     "NodeInfo",
     "OrphanRecovery",
     "PermitHolder",
+    "QueueCounts",
     "RecurringDefinition",
     "StoredPayload",
 ]
@@ -50,6 +52,9 @@ ACTIVE_STATUSES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
 """Statuses that hold a business key. Later waiting states join this set."""
 
 TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELED})
+
+DEFAULT_QUEUE = "default"
+"""The queue of a job that names none (``@app.job(queue=...)``, ``builder.queue``)."""
 
 
 class JobPriority(enum.IntEnum):
@@ -112,6 +117,10 @@ class NewJob:
     encrypted: bool = False
     """Seal this job's arguments, params and result (:mod:`ratchet.encryption`). The
     application seals them before a store sees the job; stores ignore the flag."""
+    queue: str = DEFAULT_QUEUE
+    """The queue the job waits in (checked by :func:`ratchet.spi.check_queue_name`).
+    Workers serve every queue or those they name; a store without
+    :class:`~ratchet.spi.SupportsQueues` only ever sees :data:`DEFAULT_QUEUE`."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -153,6 +162,7 @@ class Job:
     claimed_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
+    queue: str = DEFAULT_QUEUE
 
     @property
     def priority_name(self) -> str:
@@ -195,6 +205,7 @@ class ClaimedJob:
     claimed_at: datetime
     start_recorded: bool = True
     redeliveries: int = 0
+    queue: str = DEFAULT_QUEUE
     encrypted: bool = False
     """Set by the engine once it opened the job's sealed payload (stores leave it
     ``False``): the result is sealed too."""
@@ -247,6 +258,17 @@ class PermitHolder:
     claim_seq: int
     node_id: str
     acquired_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueCounts:
+    """One queue as :meth:`ratchet.spi.SupportsQueues.queue_counts` sees it: its PENDING
+    jobs (due or not), its RUNNING ones, and whether it is paused."""
+
+    name: str
+    pending: int
+    running: int
+    paused: bool
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -104,8 +104,25 @@ def test_the_locking_read_goes_by_primary_key(backlog: Connection[Any]) -> None:
     """EXPLAIN of the locking read: point ranges on PRIMARY (record locks only, no gaps)."""
     ids = [f"backlog-{n:07d}" for n in range(1, LIMIT + 1)]
     statement = sql.statement("lock_candidates", ids=sql.placeholders(len(ids)))
-    [row] = _explain(backlog, statement, [*ids, "2100-01-01"])
+    plan = _explain(backlog, statement, [*ids, "2100-01-01"])
+    [row] = [row for row in plan if row["table"] == "ratchet_job"]
     assert (row["table"], row["type"], row["key"]) == ("ratchet_job", "range", "PRIMARY"), row
+
+
+def test_candidates_of_named_queues_are_one_index_range_per_queue_and_level(
+    backlog: Connection[Any],
+) -> None:
+    """The candidates of a claim from three named queues: fifteen range reads of
+    ratchet_job_queue_claim on (status, queue, priority, scheduled_at), answered by the
+    index alone, never sorted."""
+    params = {"per_level": 2 * LIMIT, "q0": "default", "q1": "emails", "q2": "reports"}
+    plan = _explain(backlog, sql.queue_candidates(3), params)
+    reads = [row for row in plan if row["table"] == "ratchet_job"]
+    assert len(reads) == 15, plan
+    for row in reads:
+        assert (row["type"], row["key"]) == ("range", "ratchet_job_queue_claim"), row
+        assert "Using index" in row["Extra"], row
+    assert not [row for row in plan if "filesort" in (row["Extra"] or "")], plan
 
 
 def test_each_level_reads_only_its_candidates(backlog: Connection[Any]) -> None:

@@ -74,34 +74,50 @@ def _input(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield from _input(child)
 
 
-def _claim_plan(conn: psycopg.Connection[Any], boost: float) -> dict[str, Any]:
-    params = {"node_id": "explain", "limit": 50, "boost": boost, "start_now": 10}
-    row = conn.execute(f"EXPLAIN (FORMAT JSON) {STATEMENTS['claim_due_jobs']}", params).fetchone()
+def _claim_plan(
+    conn: psycopg.Connection[Any], boost: float, queues: list[str] | None = None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"node_id": "explain", "limit": 50, "boost": boost, "start_now": 10}
+    name = "claim_due_jobs"
+    if queues is not None:
+        name, params["queues"] = "claim_queue_jobs", queues
+    row = conn.execute(f"EXPLAIN (FORMAT JSON) {STATEMENTS[name]}", params).fetchone()
     assert row is not None
     plan: dict[str, Any] = row[0][0]["Plan"]
     return plan
 
 
+# (queues claimed from, the index each level of each queue must be read through)
+_CLAIMS = {
+    "every-queue": (None, "ratchet_job_claim"),
+    "named-queues": (["default", "emails", "reports"], "ratchet_job_queue_claim"),
+}
+
+
+@pytest.mark.parametrize("claim", sorted(_CLAIMS))
 @pytest.mark.parametrize("boost", [BOOST, 0.0], ids=["ageing", "plain-priority"])
 def test_claim_reads_each_level_through_the_claim_index(
-    backlog: psycopg.Connection[Any], boost: float
+    backlog: psycopg.Connection[Any], boost: float, claim: str
 ) -> None:
-    """Index scans on ratchet_job_claim, each bounded by a Limit; no Seq Scan anywhere; no
-    Sort above a scan of ratchet_job (only the merged candidates are sorted); the UPDATE
-    finds its rows by primary key."""
-    plan = _claim_plan(backlog, boost)
+    """Index scans on the claim index (ratchet_job_claim, or ratchet_job_queue_claim for
+    named queues), each bounded by a Limit; no Seq Scan but the one read of the paused
+    queues (a hashed SubPlan: once per statement); no Sort above a scan of ratchet_job (only
+    the merged candidates are sorted); the UPDATE finds its rows by primary key."""
+    queues, index = _CLAIMS[claim]
+    plan = _claim_plan(backlog, boost, queues)
     nodes = list(_nodes(plan))
-    types = [node["Node Type"] for node, _ in nodes]
-    assert "Seq Scan" not in types, types
+    sequential = [n.get("Relation Name") for n, _ in nodes if n["Node Type"] == "Seq Scan"]
+    assert set(sequential) <= {"ratchet_paused_queue"}, sequential
+    assert len(sequential) <= 1, "the paused queues are read more than once per claim"
 
     table_scans = [(n, p) for n, p in nodes if n.get("Relation Name") == "ratchet_job"]
-    claim_scans = [(n, p) for n, p in table_scans if n.get("Index Name") == "ratchet_job_claim"]
-    assert claim_scans, "the claim does not use the index ratchet_job_claim"
+    claim_scans = [(n, p) for n, p in table_scans if n.get("Index Name") == index]
+    assert claim_scans, f"the claim does not use the index {index}"
     for node, _path in table_scans:
         if node["Node Type"] == "ModifyTable":
             continue
         assert node["Node Type"] in ("Index Scan", "Index Only Scan"), node["Node Type"]
-        assert node["Index Name"] in ("ratchet_job_claim", "ratchet_job_pkey"), node
+        assert node["Index Name"] in (index, "ratchet_job_pkey"), node
     for node, path in claim_scans:
         ancestors = [a["Node Type"] for a in path]
         assert "Limit" in ancestors, f"an unbounded read of the claim index: {ancestors}"

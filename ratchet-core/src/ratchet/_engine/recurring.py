@@ -17,7 +17,7 @@ from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import NodeContext
 from ratchet._logs import get_logger
 from ratchet._redact import redact
-from ratchet._types import NewJob, RecurringDefinition
+from ratchet._types import DEFAULT_QUEUE, NewJob, RecurringDefinition
 from ratchet._uuid import new_job_id
 
 __all__ = ["FIRE_TIME_PARAM", "RecurringScheduler", "job_of_schedule"]
@@ -29,10 +29,13 @@ CLEANUP_ACTION = "recurring-cleanup"
 FIRE_TIME_PARAM = "ratchet.fire_time"
 
 
-def job_of_schedule(definition: RecurringDefinition, fire_time: datetime | None) -> NewJob:
+def job_of_schedule(
+    definition: RecurringDefinition, fire_time: datetime | None, *, queue: str = DEFAULT_QUEUE
+) -> NewJob:
     """The job one run of ``definition`` stores, under the schedule's business key: for
     the instant ``fire_time`` (due then, with it in the params), or, with ``None``, due
-    now with no fire time (``app.run_recurring_now``). Not yet sealed for the new job."""
+    now with no fire time (``app.run_recurring_now``), in ``queue`` (its job's, as the
+    firing application registered it). Not yet sealed for the new job."""
     at = None if fire_time is None else fire_time.astimezone(UTC)
     return NewJob(
         id=new_job_id(),
@@ -50,6 +53,7 @@ def job_of_schedule(definition: RecurringDefinition, fire_time: datetime | None)
         params={} if at is None else {FIRE_TIME_PARAM: at.isoformat()},
         scheduled_at=at,
         recurring_id=definition.id,
+        queue=queue,
     )
 
 
@@ -192,7 +196,9 @@ class RecurringScheduler:
         return schedule.next_after(now)
 
     def _fire(self, definition: RecurringDefinition, fire_time: datetime, now: datetime) -> None:
-        job = job_of_schedule(definition, fire_time)
+        registered = self.context.registry.get(definition.name)
+        queue = DEFAULT_QUEUE if registered is None else registered.queue
+        job = job_of_schedule(definition, fire_time, queue=queue)
         # A sealed template is opened and sealed again for this job (its own binding).
         job = self.context.payloads.fire(definition, job)
         if self.store.enqueue_recurring_fire(job, fire_time=fire_time.astimezone(UTC)):

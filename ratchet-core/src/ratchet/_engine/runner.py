@@ -33,6 +33,7 @@ from ratchet._engine.job_logs import JobLogWriter
 from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.outcomes import Fail, Outcome, OutcomeRecorder, Postpone, Retry, Succeed
 from ratchet._engine.permits import PermitGate, PermitHeld, capacity_message
+from ratchet._engine.queues import QueueConcurrency, queue_deferral_message
 from ratchet._engine.targets import resolve_untrusted_target
 from ratchet._engine.timeouts import await_with_timeout, call_with_timeout
 from ratchet._failures import Snooze, is_do_not_retry
@@ -92,8 +93,9 @@ def resolve_target(
 
 class _Admitted:
     """What an admitted attempt holds until it ends: a count of its job's concurrency
-    (``name``), its breaker's admission and its resource permit; :meth:`close` gives
-    each back once (the permit through the store: blocking)."""
+    (``name``) and of its queue's cap (``queue``), its breaker's admission and its
+    resource permit; :meth:`close` gives each back once (the permit through the store:
+    blocking)."""
 
     def __init__(
         self, counts: JobConcurrency, name: str | None, breaker: BreakerAdmission | None
@@ -103,6 +105,8 @@ class _Admitted:
         self.breaker = breaker
         self.permit: PermitHeld | None = None
         self.gate: PermitGate | None = None
+        self.queue_counts: QueueConcurrency | None = None
+        self.queue: str | None = None
 
     def close(self) -> None:
         if self.permit is not None and self.gate is not None:
@@ -112,6 +116,9 @@ class _Admitted:
         if self.name is not None:
             self.counts.leave(self.name)
             self.name = None
+        if self.queue is not None and self.queue_counts is not None:
+            self.queue_counts.leave(self.queue)
+            self.queue = None
 
 
 class JobRunner:
@@ -132,6 +139,7 @@ class JobRunner:
         defer_seconds: float = 0.5,
         breakers: CircuitBreakers | None = None,
         permits: PermitGate | None = None,
+        queue_limits: Mapping[str, int] | None = None,
     ) -> None:
         """Decisions are written by ``recorder``. A result whose JSON exceeds
         ``max_result_bytes`` is dropped (the job succeeds). ``lifecycle`` is told when
@@ -157,6 +165,10 @@ class JobRunner:
         self.permits = permits
         self.concurrency = JobConcurrency()
         """Attempts running per job name, for ``@app.job(concurrency=N)``."""
+        self.queue_limits: Mapping[str, int] = queue_limits or {}
+        self.queue_concurrency = QueueConcurrency()
+        """Attempts running per queue, for the caps of ``--queues name:N``
+        (:mod:`ratchet._engine.queues`)."""
         self.attempts = RunningAttempts()
         """The attempts whose body runs now, so a cancel reaches them
         (:mod:`ratchet._engine.cancels`)."""
@@ -253,16 +265,25 @@ class JobRunner:
         return await asyncio.to_thread(self.record_success, job, result, started)
 
     def _admit(self, job: ClaimedJob, target: Resolved) -> _Admitted | Postpone | Unresolvable:
-        """May the attempt start? Not while its job's ``concurrency`` is reached on this
-        worker (:mod:`ratchet._engine.job_limits`), nor while its circuit breaker refuses
+        """May the attempt start? Not while its queue's cap on this worker is reached
+        (:mod:`ratchet._engine.queues`), nor its job's ``concurrency`` on this worker
+        (:mod:`ratchet._engine.job_limits`), nor while its circuit breaker refuses
         calls (:mod:`ratchet._engine.breaking`), nor while its resource is at capacity
         across the cluster (:mod:`ratchet._engine.permits`): then the deferral to record.
         A permit that cannot be had at all is the attempt's failure (Unresolvable)."""
         definition = self.registry.get(job.name)
+        admitted = _Admitted(self.concurrency, None, None)
+        queue_cap = self.queue_limits.get(job.queue)
+        if queue_cap is not None:
+            if not self.queue_concurrency.try_enter(job.queue, queue_cap):
+                return Postpone(self.defer_seconds, queue_deferral_message(job.queue, queue_cap))
+            admitted.queue_counts, admitted.queue = self.queue_concurrency, job.queue
         limit = None if definition is None else definition.concurrency
-        if limit is not None and not self.concurrency.try_enter(job.name, limit):
-            return Postpone(self.defer_seconds, deferral_message(job.name, limit))
-        admitted = _Admitted(self.concurrency, job.name if limit is not None else None, None)
+        if limit is not None:
+            if not self.concurrency.try_enter(job.name, limit):
+                admitted.close()
+                return Postpone(self.defer_seconds, deferral_message(job.name, limit))
+            admitted.name = job.name
         guard = None if definition is None else definition.circuit_breaker
         if guard is not None and self.breakers is not None:
             breaker = self.breakers.get(guard)

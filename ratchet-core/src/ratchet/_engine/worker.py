@@ -36,6 +36,7 @@ from ratchet._engine.outcomes import Outcome, OutcomeRecorder
 from ratchet._engine.permits import PermitGate
 from ratchet._engine.polling import AdaptivePolling
 from ratchet._engine.prefetch import ReadyQueue
+from ratchet._engine.queues import ServedQueues, queue_store
 from ratchet._engine.recurring import RecurringScheduler
 from ratchet._engine.runner import JobRunner
 from ratchet._engine.threads import crash_error, guarded
@@ -75,12 +76,20 @@ class WorkerStats:
 class Worker:
     """Claims and runs jobs for one node of an application (``app.worker()`` makes one)."""
 
-    def __init__(self, context: NodeContext, *, concurrency: int | None = None) -> None:
+    def __init__(
+        self,
+        context: NodeContext,
+        *,
+        concurrency: int | None = None,
+        queues: str | Sequence[str] | None = None,
+    ) -> None:
         # The threads started here and in start() log which node they serve (node_id).
         with log_fields(node_id=context.node_id):
-            self._assemble(context, concurrency)
+            self._assemble(context, concurrency, queues)
 
-    def _assemble(self, context: NodeContext, concurrency: int | None) -> None:
+    def _assemble(
+        self, context: NodeContext, concurrency: int | None, queues: str | Sequence[str] | None
+    ) -> None:
         options = context.options
         self.context = context
         self.store = context.store
@@ -91,6 +100,12 @@ class Worker:
             options.concurrency if concurrency is None else concurrency,
             source="Worker concurrency",
         )
+        self.queues = ServedQueues.parse(
+            options.queues if queues is None else queues,
+            source="RATCHET_QUEUES" if queues is None else "Worker queues",
+        )
+        """The queues this worker claims from (:mod:`ratchet._engine.queues`)."""
+        self._queue_store = None if self.queues.every_queue else queue_store(context.store)
         self.stats = WorkerStats()
         self.callbacks = Callbacks(
             trusted=context.trusted_callbacks,
@@ -137,6 +152,7 @@ class Worker:
             defer_seconds=options.poll_burst_seconds,
             breakers=context.circuit_breakers,
             permits=self.permits,
+            queue_limits=self.queues.limits,
         )
         self.cancels = CancelWatch(
             context.store,
@@ -169,6 +185,9 @@ class Worker:
         self._stop_cancels = threading.Event()
         self._threads: list[threading.Thread] = []
         self._last_poll_full = False
+        # A capped queue is at its cap, or took all it could at the last claim: a freed
+        # slot claims again at once (its next jobs wait on the cap, not on new work).
+        self._capped_queue_waits = False
         self.found_nothing_due = threading.Event()
         """Set when a claim found no due job while this worker ran and held nothing (so
         no outcome of its own could still make one due); cleared by a claim that got
@@ -240,6 +259,8 @@ class Worker:
             self.concurrency,
             extra={"event": "node_started", "node_id": self.node_id},
         )
+        if not self.queues.every_queue:
+            log.info("Serving queues: %s.", self.queues.describe())
         encryption = self.context.payloads.encryption
         if encryption is not None:  # key ids only, never a key
             log.info("Payload encryption: %s.", describe_keys(encryption))
@@ -412,16 +433,18 @@ class Worker:
         # what already waits in the ready queue): the claim records their start, so
         # their slots are held from before the claim until they start in them. The rest
         # wait, claimed ahead, and a crash of this node gives them back with no charge.
+        plan = None
+        if self._queue_store is not None:  # a worker that names its queues
+            plan = self.queues.claim_plan(self.runner.queue_concurrency, limit)
+            self._capped_queue_waits = not plan
+            if not plan:
+                return []  # every queue served is at its cap here: _slot_freed wakes us
+            limit = sum(part for _, part in plan)
         finished_before = self.executor.completed
         held_nothing = self._holds_no_job()
         held = self.executor.reserve(leave=len(self.ready))
         try:
-            jobs = self.store.claim_due_jobs(
-                node_id=self.node_id,
-                limit=limit,
-                priority_boost_seconds=self.options.priority_boost_seconds,
-                start_now=held,
-            )
+            jobs = self._claim(limit, held, plan)
         except BaseException:
             self.executor.unreserve(held)
             raise
@@ -441,6 +464,35 @@ class Worker:
             else:
                 self.executor.unreserve(1)
         self._start_ready()
+        return jobs
+
+    def _claim(
+        self, limit: int, start_now: int, plan: list[tuple[tuple[str, ...], int]] | None
+    ) -> list[ClaimedJob]:
+        """The store's claim of every queue (``plan`` ``None``), or the claims of a
+        worker that names its queues, one after the other (:meth:`ServedQueues.claim_plan`).
+        Either way the first ``start_now`` jobs returned are those whose start the store
+        recorded: each claim starts what the earlier ones left of ``start_now``."""
+        boost = self.options.priority_boost_seconds
+        if plan is None or self._queue_store is None:
+            return self.store.claim_due_jobs(
+                node_id=self.node_id, limit=limit, priority_boost_seconds=boost, start_now=start_now
+            )
+        jobs: list[ClaimedJob] = []
+        for queues, part in plan:
+            got = self._queue_store.claim_queue_jobs(
+                node_id=self.node_id,
+                queues=queues,
+                limit=part,
+                priority_boost_seconds=boost,
+                start_now=max(0, start_now - len(jobs)),
+            )
+            # A part filled to its cap: that queue probably has more waiting; the next
+            # freed slot claims again (see _slot_freed).
+            self._capped_queue_waits = self._capped_queue_waits or (
+                len(got) >= part and queues[0] in self.queues.limits
+            )
+            jobs += got
         return jobs
 
     def _holds_no_job(self) -> bool:
@@ -542,7 +594,7 @@ class Worker:
             self._start_ready()
         # A full batch means more work is probably waiting: claim again once half the
         # room is free (see _wait_for_low_water).
-        if self._last_poll_full and self._room() >= self._low_water():
+        if (self._last_poll_full and self._room() >= self._low_water()) or self._capped_queue_waits:
             self._wake.set()
 
     def flush_outcomes(self, timeout: float | None = None) -> bool:

@@ -17,6 +17,10 @@ own) on a scratch store. Each cell starts from an empty store and leaves it empt
     ``drain-1`` with every job holding a permit of a resource (limit far above the
     worker's slots): what the permits cost, never a deferral. Not a default cell: the
     store needs ``SupportsResourcePermits``.
+``drain-queues``
+    ``drain-1`` of a backlog spread evenly over 20 queues, by a worker that serves those
+    20 by name (one index read per queue and priority level at each claim): what named
+    queues cost. Not a default cell: the store needs ``SupportsQueues``.
 ``latency``
     one idle worker process; this process enqueues one job every 20 ms on a fixed
     schedule; latency = job start - enqueue call start (one monotonic clock). Through the
@@ -44,7 +48,14 @@ from ratchet.bench._coordinators import (
     require_available,
     require_coordinator,
 )
-from ratchet.bench._job import JOB_NAME, METERED_JOB_NAME, PAD, bench_app
+from ratchet.bench._job import (
+    BENCH_QUEUES,
+    JOB_NAME,
+    METERED_JOB_NAME,
+    PAD,
+    bench_app,
+    queued_job_name,
+)
 from ratchet.bench._process import CellError, CellProcess
 from ratchet.bench._stats import now_ns, percentile
 from ratchet.bench._verify import verify_drain
@@ -52,7 +63,15 @@ from ratchet.spi import JobStore, SupportsActivityProbe, SupportsTestReset
 
 __all__ = ["CELLS", "SIZES", "BenchSession", "BenchSizes"]
 
-CELLS = ("enqueue-one", "bulk", "drain-1", "drain-2", "drain-resource", "latency")
+CELLS = (
+    "enqueue-one",
+    "bulk",
+    "drain-1",
+    "drain-2",
+    "drain-resource",
+    "drain-queues",
+    "latency",
+)
 
 LATENCY_POLL_CEILING_SECONDS = 600.0
 _ACTIVE = (JobStatus.PENDING, JobStatus.RUNNING)
@@ -208,14 +227,24 @@ class BenchSession:
         self.reset()
         return _counted(n, elapsed, stored)
 
-    def bulk(self, *, keep: bool = False, job: str = JOB_NAME) -> dict[str, Any]:
-        """One ``enqueue_many`` of the bulk size; ``keep`` leaves the jobs for a drain."""
+    def bulk(
+        self, *, keep: bool = False, job: str = JOB_NAME, queues: bool = False
+    ) -> dict[str, Any]:
+        """One ``enqueue_many`` of the bulk size; ``keep`` leaves the jobs for a drain.
+        With ``queues``, one ``enqueue_many`` per queue of :data:`BENCH_QUEUES`, the
+        jobs dealt out evenly (``job`` is then ignored)."""
         n = self.sizes.bulk
         self.reset()
         self.store.count_jobs()  # a connection is open before the clock starts
         arguments = [(seq, 0, PAD) for seq in range(n)]
         started = time.perf_counter()
-        ids = self.app.enqueue_many(job, arguments)
+        if queues:
+            ids = []
+            for index, queue in enumerate(BENCH_QUEUES):
+                share = arguments[index :: len(BENCH_QUEUES)]
+                ids += self.app.enqueue_many(queued_job_name(queue), share)
+        else:
+            ids = self.app.enqueue_many(job, arguments)
         elapsed = time.perf_counter() - started
         sample = _counted(n, elapsed, self._count(JobStatus.PENDING))
         if keep:
@@ -225,17 +254,25 @@ class BenchSession:
         return sample
 
     def drain(
-        self, processes: int, *, before_go: BeforeGo | None = None, resource: bool = False
+        self,
+        processes: int,
+        *,
+        before_go: BeforeGo | None = None,
+        resource: bool = False,
+        queues: bool = False,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Load the backlog, drain it with ``processes`` worker processes and verify it;
-        with ``resource``, of jobs holding a permit each (``drain-resource``). Returns
-        (drain sample, bulk sample)."""
-        bulk = self.bulk(keep=True, job=METERED_JOB_NAME if resource else JOB_NAME)
+        with ``resource``, of jobs holding a permit each (``drain-resource``); with
+        ``queues``, spread over 20 queues and drained by workers naming them
+        (``drain-queues``). Returns (drain sample, bulk sample)."""
+        bulk = self.bulk(keep=True, job=METERED_JOB_NAME if resource else JOB_NAME, queues=queues)
         ids = bulk.pop("ids")
         n = self.sizes.bulk
         if before_go is not None:
             before_go(self.store, ids)
         flags = ("--resource",) if resource else ()
+        if queues:
+            flags += ("--queues", ",".join(BENCH_QUEUES))
         workers = [self._spawn_worker(*flags) for _ in range(processes)]
         finished: float | None = None
         timeout = max(DRAIN_TIMEOUT_MIN_SECONDS, n / DRAIN_TIMEOUT_MIN_RATE)

@@ -14,6 +14,7 @@ from ratchet._app import Ratchet
 from ratchet.bench._stats import now_ns
 
 __all__ = [
+    "BENCH_QUEUES",
     "BENCH_RESOURCE",
     "JOB_NAME",
     "METERED_JOB_NAME",
@@ -22,6 +23,7 @@ __all__ = [
     "STARTED_AFTER_NS",
     "bench_app",
     "noop",
+    "queued_job_name",
 ]
 
 JOB_NAME = "ratchet_bench_noop"
@@ -32,6 +34,16 @@ BENCH_RESOURCE = "ratchet-bench"
 # never a deferral.
 BENCH_RESOURCE_LIMIT = 100_000
 PAD = "x" * 80
+
+BENCH_QUEUES = tuple(f"ratchet-bench-{index:02d}" for index in range(20))
+"""The queues of the drain-queues cell: its backlog is spread over them, and its worker
+serves them by name (the claim reads each queue's index)."""
+
+
+def queued_job_name(queue: str) -> str:
+    """The benchmark job registered in ``queue`` (one per queue of :data:`BENCH_QUEUES`)."""
+    return f"{JOB_NAME}_in_{queue}"
+
 
 RUNS: list[int] = []
 """``seq`` of every run in this process, in order (``list.append`` is atomic under the GIL,
@@ -56,6 +68,8 @@ def bench_app(store_url: str, *, resource: bool = False, **options: Any) -> Ratc
     app = Ratchet(store_url, **options)
     app.job(name=JOB_NAME, max_retries=0)(noop)
     app.job(name=METERED_JOB_NAME, max_retries=0, resource=BENCH_RESOURCE)(noop)
+    for queue in BENCH_QUEUES:
+        app.job(name=queued_job_name(queue), max_retries=0, queue=queue)(noop)
     if resource:
         app.configure_resource(BENCH_RESOURCE, max_concurrent=BENCH_RESOURCE_LIMIT)
     return app

@@ -22,6 +22,7 @@ THROUGHPUT = (
     ("drain-1", "Drain, 1 worker process"),
     ("drain-2", "Drain, 2 worker processes"),
     ("drain-resource", "Drain, 1 worker process, each job holding a resource permit"),
+    ("drain-queues", "Drain, 1 worker process serving 20 named queues"),
 )
 
 

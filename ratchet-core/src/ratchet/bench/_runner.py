@@ -131,8 +131,10 @@ def _run_cell(
     try:
         if cell.startswith("drain-"):
             kind = cell.partition("-")[2]
-            resource = kind == "resource"
-            drain, bulk = session.drain(1 if resource else int(kind), resource=resource)
+            named = kind in ("resource", "queues")
+            drain, bulk = session.drain(
+                1 if named else int(kind), resource=kind == "resource", queues=kind == "queues"
+            )
             rate = drain.get("jobs_per_s")
             state = "ok" if drain["valid"] else "INVALID: " + drain["invalid_reason"]
             progress(f"{cell}: {'—' if rate is None else f'{rate:,.0f}'} jobs/s ({state})")

@@ -38,6 +38,7 @@ def run_worker(
     coordinator: str | None,
     poll_idle_max_seconds: float | None,
     resource: bool = False,
+    queues: str | None = None,
     go: threading.Event,
     stop: threading.Event,
     ready: Callable[[dict[str, Any]], None],
@@ -73,7 +74,7 @@ def run_worker(
             }
         )
         go.wait()
-        worker = app.worker(concurrency=concurrency).start()
+        worker = app.worker(concurrency=concurrency, queues=queues).start()
         stop.wait()
         worker.stop(timeout=30)
         stats = worker.stats
@@ -100,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--coordinator", help="the coordinator that must become active")
     parser.add_argument("--poll-idle-max", type=float, help="poll_idle_max_seconds")
     parser.add_argument("--resource", action="store_true", help="configure the bench resource")
+    parser.add_argument("--queues", help="the queues the worker serves (default: every queue)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     go, stop = threading.Event(), threading.Event()
@@ -111,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             coordinator=args.coordinator,
             poll_idle_max_seconds=args.poll_idle_max,
             resource=args.resource,
+            queues=args.queues,
             go=go,
             stop=stop,
             ready=lambda info: emit({"ready": True, **info}),

@@ -85,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="jobs run at once",
     )
     worker.add_argument(
+        "--queues",
+        metavar="LIST",
+        help="serve only these queues, comma-separated, each optionally capped at N jobs at "
+        "once here as name:N (e.g. emails:2,default; default: RATCHET_QUEUES, else every queue)",
+    )
+    worker.add_argument(
         "--burst",
         action="store_true",
         help="exit 0 once no job is due (jobs its jobs enqueue run first); a job scheduled "
@@ -132,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--business-key")
     enqueue.add_argument("--idempotency-key")
     enqueue.add_argument("--tag", action="append", default=[])
+    enqueue.add_argument("--queue", help="the queue to put it in (default: the job's)")
     enqueue.set_defaults(handler=c.cmd_enqueue)
 
     jobs = commands.add_parser("jobs", help="list, show, retry or cancel jobs; read their logs")
@@ -220,6 +227,22 @@ def build_parser() -> argparse.ArgumentParser:
     recurring_cancel.add_argument("recurring_id", metavar="ID", nargs="?")
     recurring_cancel.add_argument("--tag", help="stop every schedule carrying this tag")
     recurring_cancel.set_defaults(handler=c.cmd_recurring_cancel)
+
+    queues = commands.add_parser("queues", help="list, pause or resume queues")
+    queues_sub = queues.add_subparsers(dest="action", required=True, metavar="ACTION")
+    queues_list = queues_sub.add_parser(
+        "list", help="every queue with pending or running jobs, or paused"
+    )
+    _store_options(queues_list)
+    queues_list.set_defaults(handler=c.cmd_queues_list)
+    for verb, paused, text in (
+        ("pause", True, "stop every worker from claiming the queue's jobs, until resumed"),
+        ("resume", False, "let workers claim a paused queue's jobs again"),
+    ):
+        change = queues_sub.add_parser(verb, help=text)
+        _store_options(change)
+        change.add_argument("queue", metavar="QUEUE")
+        change.set_defaults(handler=c.cmd_queues_pause, paused=paused)
 
     breakers = commands.add_parser(
         "breakers", help="APP's circuit breakers: settings and the jobs they guard"

@@ -14,6 +14,7 @@ from typing import Any
 from ratchet._app import DEFAULT_STORE_URL, Ratchet, archive_access, job_log_store
 from ratchet._config import RatchetOptions
 from ratchet._engine.cancels import cancel_in_store
+from ratchet._engine.queues import ServedQueues
 from ratchet._imports import resolve_reference
 from ratchet._job_logs import JobLogs
 from ratchet._jobs import normalize_tag
@@ -148,8 +149,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ratchet.cli._metrics import worker_endpoints
 
     endpoints = worker_endpoints(args, app)  # serving before the worker starts
+    if args.queues is not None:  # refused here, naming the option, before anything starts
+        ServedQueues.parse(args.queues, source="--queues")
     run = functools.partial(
-        app.run_worker, concurrency=args.concurrency, progress_seconds=10.0, burst=args.burst
+        app.run_worker,
+        concurrency=args.concurrency,
+        queues=args.queues,
+        progress_seconds=10.0,
+        burst=args.burst,
     )
     if endpoints is None:
         run()
@@ -283,6 +290,8 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         builder.idempotency_key(args.idempotency_key)
     if args.tag:
         builder.tags(*args.tag)
+    if args.queue:
+        builder.queue(args.queue)
     _output.echo(builder.submit())
     return 0
 
@@ -476,6 +485,40 @@ def cmd_recurring_pause(args: argparse.Namespace) -> int:
         _output.echo(
             f"Resumed recurring schedule {args.recurring_id!r}: the instants it missed "
             "follow its misfire policy."
+        )
+    return 0
+
+
+def cmd_queues_list(args: argparse.Namespace) -> int:
+    """Every queue with active jobs, or paused: its PENDING and RUNNING counts."""
+    app = Ratchet(open_store(args), coordinator="none")
+    rows = [
+        [queue.name, str(queue.pending), str(queue.running), "paused" if queue.paused else "-"]
+        for queue in app.queues()
+    ]
+    if not rows:
+        _output.echo("No queue has pending or running jobs, and none is paused.")
+        return 0
+    _output.echo(_output.table(["QUEUE", "PENDING", "RUNNING", "PAUSED"], rows))
+    return 0
+
+
+def cmd_queues_pause(args: argparse.Namespace) -> int:
+    """Pause (``args.paused``) or resume one queue, for every worker of the cluster."""
+    app = Ratchet(open_store(args, writes=True), coordinator="none")
+    if args.paused:
+        changed = app.pause_queue(args.queue)
+        _output.echo(
+            f"Paused queue {args.queue!r}: no worker claims its jobs until it is resumed."
+            if changed
+            else f"Queue {args.queue!r} was already paused."
+        )
+    else:
+        changed = app.resume_queue(args.queue)
+        _output.echo(
+            f"Resumed queue {args.queue!r}: workers claim its jobs again."
+            if changed
+            else f"Queue {args.queue!r} was not paused."
         )
     return 0
 

@@ -99,6 +99,7 @@ def job_details(job: Job, executions: Sequence[Execution]) -> str:
         ("target", job.target),
         ("status", job.status.value),
         ("priority", job.priority_name),
+        ("queue", job.queue),
         ("attempts", f"{job.attempts} of at most {job.max_retries + 1}"),
         ("crash count", str(job.crash_count)),
         ("backoff", f"{job.backoff.value} {job.backoff_ms} ms"),

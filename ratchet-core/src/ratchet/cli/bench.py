@@ -64,7 +64,8 @@ def register(commands: Any) -> None:
         "--cells",
         default=DEFAULT_CELLS,
         help=f"comma-separated subset of: {DEFAULT_CELLS}, drain-resource (1 worker process, "
-        "each job holding a resource permit: compare with drain-1)",
+        "each job holding a resource permit: compare with drain-1), drain-queues (1 worker "
+        "process serving 20 named queues the backlog is spread over: compare with drain-1)",
     )
     bench.add_argument(
         "--concurrency",

@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ratchet._job_logs import JobLogLine, JobProgress
 from ratchet._types import (
+    ClaimedJob,
     Completion,
     DeadLetterGroup,
     ExecutionBucket,
@@ -17,6 +18,7 @@ from ratchet._types import (
     JobStatus,
     NewJob,
     PermitHolder,
+    QueueCounts,
     StoredPayload,
 )
 
@@ -31,6 +33,7 @@ __all__ = [
     "SupportsJobQuery",
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
+    "SupportsQueues",
     "SupportsRecurringPause",
     "SupportsResourcePermits",
     "SupportsRunningCancel",
@@ -323,6 +326,59 @@ class SupportsRunningCancel(Protocol):
         """Those of ``job_ids`` whose job is CANCELED now; ids of unknown or archived
         jobs are left out. A read, however many ids (the store chunks long lists); no
         ids, no read."""
+        ...
+
+
+@runtime_checkable
+class SupportsQueues(Protocol):
+    """A store that keeps each job's queue, claims from named queues, and pauses queues
+    for the whole cluster; without it every job is in the queue ``"default"``, workers
+    serve every job, and nothing can be paused.
+
+    The queue is :attr:`NewJob.queue <ratchet.spi.NewJob.queue>`, kept for the job's
+    whole life (``get_job`` and every listing return it as ``Job.queue``; an archived job
+    keeps it) and handed to the worker as ``ClaimedJob.queue``. Queue names are checked
+    by :func:`ratchet.spi.check_queue_name`.
+
+    A paused queue is a flag of the store's, not a status of its jobs: they stay PENDING
+    (``get_job`` shows them so), the running ones run on, and new ones may be enqueued;
+    they are only not *claimed*. Once :meth:`set_queue_paused` ``(name, True)`` returns,
+    no claim that begins afterwards, on any store instance, by
+    :meth:`~ratchet.spi.JobQueue.claim_due_jobs` or :meth:`claim_queue_jobs`, returns a
+    job of that queue, until :meth:`set_queue_paused` ``(name, False)``. A claim does not
+    return fewer jobs of other queues because a paused queue holds older ones.
+    """
+
+    def claim_queue_jobs(
+        self,
+        *,
+        node_id: str,
+        queues: Sequence[str],
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
+    ) -> list[ClaimedJob]:
+        """:meth:`~ratchet.spi.JobQueue.claim_due_jobs` restricted to jobs whose queue
+        is one of ``queues`` (each checked; at least one, duplicates ignored) and not
+        paused: the same order among them, the same recording, fencing and ``start_now``.
+        Its cost must not grow with the number of pending jobs of any queue; it may grow
+        with the number of queues named."""
+        ...
+
+    def set_queue_paused(self, queue: str, paused: bool) -> bool:
+        """Pause (``True``) or resume (``False``) the queue ``queue`` (checked), which
+        need not have a job yet; ``True`` when the flag changed, ``False`` when it already
+        was so. Jobs are untouched."""
+        ...
+
+    def paused_queues(self) -> list[str]:
+        """The names of the paused queues, sorted."""
+        ...
+
+    def queue_counts(self) -> list[QueueCounts]:
+        """Every queue that has PENDING or RUNNING jobs, or is paused, sorted by name,
+        with those two counts (PENDING counts due and future jobs alike). A read for
+        operators: it may scan the active jobs."""
         ...
 
 

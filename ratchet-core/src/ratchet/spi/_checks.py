@@ -7,6 +7,7 @@ rule and the same message as the first-party stores.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -15,17 +16,25 @@ from ratchet.errors import ResourceNotConfiguredError
 from ratchet.spi._conflicts import business_key_twice, idempotency_key_twice
 
 __all__ = [
+    "MAX_QUEUE_NAME_LENGTH",
     "MAX_RESOURCE_NAME_LENGTH",
     "check_aware",
     "check_lock_ttl",
     "check_max_concurrent",
     "check_new_jobs",
+    "check_queue_name",
+    "check_queue_names",
     "check_resource_name",
     "require_recurring_id",
     "resource_not_configured",
 ]
 
 MAX_RESOURCE_NAME_LENGTH = 255
+MAX_QUEUE_NAME_LENGTH = 100
+
+# Letters, digits, '_', '-' and '.': never ',' or ':', which `--queues emails:2,default`
+# uses as separators, nor spaces an operator would have to quote.
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
 
 def check_aware(moment: datetime, what: str = "Scheduled time") -> datetime:
@@ -80,6 +89,36 @@ def check_resource_name(name: object) -> str:
             f"{MAX_RESOURCE_NAME_LENGTH} characters; pass a short name such as 'payments-api'."
         )
     return name
+
+
+def check_queue_name(name: object) -> str:
+    """``name`` itself; ValueError unless it is a queue name: 1 to
+    :data:`MAX_QUEUE_NAME_LENGTH` characters, letters, digits, ``_``, ``-`` and ``.``,
+    starting with a letter or digit (``SupportsQueues``)."""
+    if (
+        not isinstance(name, str)
+        or len(name) > MAX_QUEUE_NAME_LENGTH
+        or not _QUEUE_NAME.fullmatch(name)
+    ):
+        raise ValueError(
+            f"Queue name {name!r} must be 1 to {MAX_QUEUE_NAME_LENGTH} letters, digits, "
+            "'_', '-' or '.', starting with a letter or digit; pass a name such as 'emails'."
+        )
+    return name
+
+
+def check_queue_names(queues: object) -> tuple[str, ...]:
+    """The queues of :meth:`ratchet.spi.SupportsQueues.claim_queue_jobs`, each checked,
+    first occurrences in order; ValueError for no queue, or for one string (a name is
+    not a list of names)."""
+    if isinstance(queues, str) or not isinstance(queues, Sequence | frozenset | set):
+        raise ValueError(
+            f"Queues {queues!r} must be a list of queue names, such as ['emails', 'default']."
+        )
+    names = tuple(dict.fromkeys(check_queue_name(name) for name in queues))
+    if not names:
+        raise ValueError("Name at least one queue to claim from, such as ['default'].")
+    return names
 
 
 def check_max_concurrent(max_concurrent: object) -> int:

@@ -8,10 +8,13 @@ value type from it. Column orders (a store's SELECTs must follow them):
 * job: id, name, target, args_json, kwargs_json, status, priority, attempts, max_retries,
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
   business_key, idempotency_key, tags, params, recurring_id, result_json, result_type,
-  last_error, scheduled_at, created_at, started_at, finished_at
+  last_error, scheduled_at, created_at, started_at, finished_at[, updated_at, queue]
 * claimed job: id, name, target, args_json, kwargs_json, priority, attempts, max_retries,
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key,
-  idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries
+  idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries[, queue]
+
+The columns in brackets are optional: a row without ``queue`` (a store without
+``SupportsQueues``) reads as the queue ``"default"``.
 * execution: job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 * node: node_id, started_at, heartbeat_at
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
@@ -27,6 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from ratchet._types import (
+    DEFAULT_QUEUE,
     BackoffPolicy,
     ClaimedJob,
     Execution,
@@ -118,6 +122,7 @@ class RowDecoder:
             created_at=self.time(row[25]),
             started_at=self._time_or_none(row[26]),
             finished_at=self._time_or_none(row[27]),
+            queue=self.text(row[29]) if len(row) > 29 else DEFAULT_QUEUE,
         )
 
     def claimed_job(
@@ -156,6 +161,7 @@ class RowDecoder:
             claimed_at=self.time(read_before_claim_at if before else row[18]),
             start_recorded=start_recorded,
             redeliveries=row[19],
+            queue=self.text(row[20]) if len(row) > 20 else DEFAULT_QUEUE,
         )
 
     def execution(self, row: Row) -> Execution:

@@ -22,14 +22,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pymysql.connections import Connection
 
 from ratchet.spi import ClaimedJob
+from ratchet.spi.sql import queue_params
+from ratchet_store_mysql import _rows
 from ratchet_store_mysql._pool import rollback_quietly
 from ratchet_store_mysql._rows import claimed_job
 from ratchet_store_mysql._sql import (
@@ -39,6 +40,7 @@ from ratchet_store_mysql._sql import (
     STARTED_SOME,
     STATEMENTS,
     placeholders,
+    queue_candidates,
     statement,
 )
 
@@ -58,6 +60,17 @@ LOCK_ROUNDS = 3
 """Most locking reads per claim (each tries as many further candidates as are missing)."""
 
 
+_MICROSECOND = timedelta(microseconds=1)
+_NO_BOOST_US = 2**62  # larger than any wait in microseconds: the boost adds 0
+
+
+def boost_microseconds(boost_seconds: float) -> int | None:
+    """The boost in whole microseconds (at least 1), or ``None`` when ageing is off."""
+    if boost_seconds <= 0:
+        return None
+    return max(1, round(boost_seconds * 1_000_000))
+
+
 def claim_order(
     candidates: Sequence[Sequence[Any]], now: datetime, boost_seconds: float
 ) -> list[bytes]:
@@ -65,11 +78,14 @@ def claim_order(
     ``now``: effective priority descending, then scheduled_at, then id (bytewise, as the
     database orders VARBINARY). A boost of 0 or less disables ageing."""
 
+    boost = boost_microseconds(boost_seconds)
+
     def key(row: Sequence[Any]) -> tuple[int, datetime, bytes]:
         priority, scheduled_at, job_id = int(row[0]), row[1], bytes(row[2])
-        if boost_seconds > 0:
-            waited = (now - scheduled_at).total_seconds()
-            priority += math.floor(waited / boost_seconds)
+        if boost is not None:
+            # Whole microseconds (the column's precision), so the order agrees exactly
+            # with the server's (queue_candidates orders by the same integers).
+            priority += ((now - scheduled_at) // _MICROSECOND) // boost
         return (-priority, scheduled_at, job_id)
 
     return [key(row)[2] for row in sorted(candidates, key=key)]
@@ -144,12 +160,31 @@ def claim_due_jobs(
     limit: int,
     boost_seconds: float,
     start_now: int | None = None,
+    queues: Sequence[str] | None = None,
 ) -> list[ClaimedJob]:
-    """The whole claim on ``conn`` (an idle autocommit connection); see the module doc."""
+    """The whole claim on ``conn`` (an idle autocommit connection); see the module doc.
+    With ``queues``, the paused ones are left out first (one read of
+    ``ratchet_paused_queue``) and step 1 reads each other one's levels from the index
+    ``ratchet_job_queue_claim (status, queue, priority, scheduled_at, id)`` instead; the
+    locking read leaves out the paused queues again, so a pause that commits between
+    the two steps still holds."""
+    per_level: dict[str, Any] = {"per_level": CANDIDATES_PER_LEVEL_FACTOR * limit}
     with conn.cursor() as cursor:
-        cursor.execute(
-            STATEMENTS["claim_candidates"], {"per_level": CANDIDATES_PER_LEVEL_FACTOR * limit}
-        )
+        if queues is None:
+            cursor.execute(STATEMENTS["claim_candidates"], per_level)
+        else:
+            cursor.execute(STATEMENTS["select_paused_queues"])
+            paused = {_rows.text(row[0]) for row in cursor.fetchall()}
+            queues = [name for name in queues if name not in paused]
+            if not queues:
+                return []
+            boost = boost_microseconds(boost_seconds)
+            params = {
+                **per_level,
+                **queue_params(queues),
+                "boost_us": _NO_BOOST_US if boost is None else boost,
+            }
+            cursor.execute(queue_candidates(len(queues)), params)
         candidates = cursor.fetchall()
     if not candidates:
         return []

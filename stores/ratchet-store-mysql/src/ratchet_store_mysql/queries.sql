@@ -75,9 +75,10 @@ SELECT {{job_columns}} FROM ratchet_job WHERE active_business_key = %(key)s;
 -- row it reads, so one claimer would hold (and the next one skip) the whole table.
 SELECT id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff,
        backoff_ms, timeout_seconds, crash_count, claim_seq, params_json, business_key,
-       idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries
+       idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries, queue
 FROM ratchet_job FORCE INDEX (PRIMARY)
 WHERE id IN ({ids}) AND status = 'PENDING' AND scheduled_at <= %s
+  AND queue NOT IN (SELECT queue FROM ratchet_paused_queue)
 FOR UPDATE SKIP LOCKED;
 
 -- name: claim_locked
@@ -426,6 +427,22 @@ FROM ratchet_recurring ORDER BY id;
 -- name: set_recurring_paused
 UPDATE ratchet_recurring SET paused = %(paused)s, updated_at = UTC_TIMESTAMP(6)
 WHERE id = %(id)s;
+
+-- ===================================================================== queues
+
+-- name: pause_queue
+-- Rows affected: 1 when inserted, 0 when the queue was already paused.
+INSERT IGNORE INTO ratchet_paused_queue (queue, paused_at) VALUES (%(queue)s, UTC_TIMESTAMP(6));
+
+-- name: resume_queue
+DELETE FROM ratchet_paused_queue WHERE queue = %(queue)s;
+
+-- name: select_paused_queues
+SELECT queue FROM ratchet_paused_queue ORDER BY queue;
+
+-- name: count_queue_jobs
+SELECT queue, status, COUNT(*) FROM ratchet_job WHERE status IN ('PENDING', 'RUNNING')
+GROUP BY queue, status;
 
 -- name: delete_recurring
 DELETE FROM ratchet_recurring WHERE id = %(id)s;

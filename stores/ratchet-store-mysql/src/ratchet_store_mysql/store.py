@@ -63,6 +63,7 @@ DATA_TABLES = (
     "ratchet_job_progress",
     "ratchet_resource_permit",
     "ratchet_resource",
+    "ratchet_paused_queue",
 )
 
 
@@ -152,7 +153,13 @@ class MySQLJobStore(TransactionalEnqueue, SQLJobStore):
         run_idempotent(insert, log=log, store=self.describe())
 
     def _claim(
-        self, *, node_id: str, limit: int, boost_seconds: float, start_now: int
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        boost_seconds: float,
+        start_now: int,
+        queues: Sequence[str] | None,
     ) -> list[ClaimedJob]:
         return self._with_connection(
             lambda conn: _claim.claim_due_jobs(
@@ -161,6 +168,7 @@ class MySQLJobStore(TransactionalEnqueue, SQLJobStore):
                 limit=limit,
                 boost_seconds=boost_seconds,
                 start_now=start_now,
+                queues=queues,
             )
         )
 

@@ -221,7 +221,7 @@ def stored_plan(jobs: Sequence[NewJob]) -> Plan[bool]:
 COPY_JOB_TYPES = [
     *("text", "text", "text", "text", "text", "text"),
     *("int2", "int4", "text", "int8", "float8", "text", "jsonb", "text"),
-    *("timestamptz", "timestamptz", "timestamptz"),
+    *("timestamptz", "timestamptz", "timestamptz", "text"),
 ]
 """The binary types of the columns of the statement ``copy_jobs``, in its order."""
 
@@ -252,6 +252,7 @@ def copy_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
             job.scheduled_at or now + timedelta(seconds=job.delay_seconds),
             now,
             now,
+            job.queue,
         )
         for job in jobs
     ]

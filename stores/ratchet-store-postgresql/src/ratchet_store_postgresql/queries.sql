@@ -17,7 +17,8 @@
 id, name, target, args_json, kwargs_json, status, priority, attempts, max_retries,
 backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
 business_key, idempotency_key, tags, params, recurring_id, result_json,
-result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at
+result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at,
+queue
 
 -- name: now
 SELECT statement_timestamp();
@@ -37,10 +38,10 @@ WITH batch AS (
         %(backoff)s::text[], %(backoff_ms)s::bigint[], %(timeout_seconds)s::float8[],
         %(business_key)s::text[], %(idempotency_key)s::text[], %(tags)s::text[],
         %(params)s::text[], %(recurring_id)s::text[], %(scheduled_at)s::timestamptz[],
-        %(delay)s::float8[]
+        %(delay)s::float8[], %(queue)s::text[]
     ) AS b (id, name, target, args_json, kwargs_json, priority, max_retries, backoff,
             backoff_ms, timeout_seconds, business_key, idempotency_key, tags_json,
-            params_json, recurring_id, scheduled_at, delay_seconds)
+            params_json, recurring_id, scheduled_at, delay_seconds, queue)
 ),
 reserved AS (
     INSERT INTO ratchet_idempotency_key (key, job_id, created_at)
@@ -56,7 +57,7 @@ inserted AS (
            params_json::jsonb, recurring_id, NULL, NULL, NULL,
            COALESCE(scheduled_at,
                     statement_timestamp() + make_interval(secs => delay_seconds)),
-           statement_timestamp(), NULL, NULL, statement_timestamp()
+           statement_timestamp(), NULL, NULL, statement_timestamp(), queue
     FROM batch
     RETURNING id
 ),
@@ -90,7 +91,7 @@ VALUES (%(id)s, %(name)s, %(target)s, %(args_json)s, %(kwargs_json)s, 'PENDING',
         %(params)s::jsonb, %(recurring_id)s, NULL, NULL, NULL,
         COALESCE(%(scheduled_at)s::timestamptz,
                  statement_timestamp() + make_interval(secs => %(delay)s::float8)),
-        statement_timestamp(), NULL, NULL, statement_timestamp())
+        statement_timestamp(), NULL, NULL, statement_timestamp(), %(queue)s)
 
 -- name: enqueue_one
 {_insert_one_job};
@@ -109,7 +110,7 @@ SELECT pg_notify(%(hint_channel)s, %(hint_payload)s) FROM inserted;
 -- claim_seq 0; tags empty; the rest NULL).
 COPY ratchet_job (id, name, target, args_json, kwargs_json, status, priority, max_retries,
                   backoff, backoff_ms, timeout_seconds, business_key, params, recurring_id,
-                  scheduled_at, created_at, updated_at)
+                  scheduled_at, created_at, updated_at, queue)
 FROM STDIN (FORMAT BINARY);
 
 -- name: notify
@@ -141,30 +142,18 @@ SELECT business_key FROM ratchet_job WHERE id = %(id)s;
 
 -- ===================================================================== claim
 
--- name: claim_due_jobs
--- Within one priority level effective priority never rises as scheduled_at grows, so the
--- overall first :limit jobs are always among each level's first :limit. Each level's
--- LATERAL branch is one ordered range scan of ratchet_job_claim that locks at most :limit
--- rows (SKIP LOCKED passes over rows other claimers hold); the merge sorts at most
--- 5 * :limit rows. The claim, the execution records and the returned order are one
--- statement: the rows come back sorted by claim_rank, not in heap order.
--- The first :start_now jobs by claim_rank (the ones the worker starts at once) have their
--- start recorded (started_seq = the new claim_seq); the others keep their started_seq.
--- The last column (after the claimed-job columns) says which is which.
-WITH candidate AS (
-    SELECT due.id, due.priority, due.scheduled_at
-    FROM (VALUES {{priority_levels}}) AS level (priority)
-    CROSS JOIN LATERAL (
-        SELECT j.id, j.priority, j.scheduled_at
-        FROM ratchet_job AS j
-        WHERE j.status = 'PENDING'
-          AND j.priority = level.priority
-          AND j.scheduled_at <= statement_timestamp()
-        ORDER BY j.scheduled_at, j.id
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
-    ) AS due
-),
+-- name: _paused_queues
+-- The paused queues, for "queue NOT IN (...)": an uncorrelated subquery, which PostgreSQL
+-- hashes once per statement ("hashed SubPlan") and estimates as passing half the rows, so
+-- each level is still an ordered index scan stopped by its LIMIT. ("<> ALL (ARRAY(...))"
+-- and NOT EXISTS were planned as a bitmap scan and sort of the whole level: the planner
+-- guessed that nearly no row passes.) queue and the primary key are NOT NULL, so NOT IN
+-- means what it says.
+SELECT queue FROM ratchet_paused_queue
+
+-- name: _claim_chosen
+-- The claim after its candidates (shared by claim_due_jobs and claim_queue_jobs): the
+-- first :limit in claim order, claimed, their execution records opened, returned sorted.
 chosen AS (
     SELECT id, row_number() OVER (
         ORDER BY CASE WHEN %(boost)s::float8 > 0
@@ -199,9 +188,60 @@ opened AS (
 )
 SELECT id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff,
        backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key,
-       idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries,
+       idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries, queue,
        started_seq = claim_seq
-FROM claimed ORDER BY claim_rank;
+FROM claimed ORDER BY claim_rank
+
+-- name: claim_due_jobs
+-- Within one priority level effective priority never rises as scheduled_at grows, so the
+-- overall first :limit jobs are always among each level's first :limit. Each level's
+-- LATERAL branch is one ordered range scan of ratchet_job_claim that locks at most :limit
+-- rows (SKIP LOCKED passes over rows other claimers hold); the merge sorts at most
+-- 5 * :limit rows. The claim, the execution records and the returned order are one
+-- statement: the rows come back sorted by claim_rank, not in heap order.
+-- The first :start_now jobs by claim_rank (the ones the worker starts at once) have their
+-- start recorded (started_seq = the new claim_seq); the others keep their started_seq.
+-- The last column (after the claimed-job columns) says which is which. Jobs of a paused
+-- queue (ratchet_paused_queue) are passed over.
+WITH candidate AS (
+    SELECT due.id, due.priority, due.scheduled_at
+    FROM (VALUES {{priority_levels}}) AS level (priority)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.scheduled_at
+        FROM ratchet_job AS j
+        WHERE j.status = 'PENDING'
+          AND j.priority = level.priority
+          AND j.scheduled_at <= statement_timestamp()
+          AND j.queue NOT IN ({_paused_queues})
+        ORDER BY j.scheduled_at, j.id
+        LIMIT %(limit)s
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS due
+),
+{_claim_chosen};
+
+-- name: claim_queue_jobs
+-- The same from the queues %(queues)s only: one LATERAL branch per queue and level, each
+-- an ordered range scan of ratchet_job_queue_claim, so the merge sorts at most
+-- 5 * queues * :limit rows whatever the backlogs.
+WITH candidate AS (
+    SELECT due.id, due.priority, due.scheduled_at
+    FROM (VALUES {{priority_levels}}) AS level (priority)
+    CROSS JOIN unnest(%(queues)s::text[]) AS served (queue)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.scheduled_at
+        FROM ratchet_job AS j
+        WHERE j.status = 'PENDING'
+          AND j.queue = served.queue
+          AND j.priority = level.priority
+          AND j.scheduled_at <= statement_timestamp()
+          AND j.queue NOT IN ({_paused_queues})
+        ORDER BY j.scheduled_at, j.id
+        LIMIT %(limit)s
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS due
+),
+{_claim_chosen};
 
 -- name: mark_started
 -- Fenced like an outcome, so a claim that moved on (recovered or released meanwhile) is
@@ -624,6 +664,22 @@ FROM ratchet_recurring ORDER BY id;
 UPDATE ratchet_recurring SET paused = %(paused)s, updated_at = statement_timestamp()
 WHERE id = %(id)s;
 
+-- ===================================================================== queues
+
+-- name: pause_queue
+INSERT INTO ratchet_paused_queue (queue, paused_at) VALUES (%(queue)s, statement_timestamp())
+ON CONFLICT (queue) DO NOTHING;
+
+-- name: resume_queue
+DELETE FROM ratchet_paused_queue WHERE queue = %(queue)s;
+
+-- name: select_paused_queues
+SELECT queue FROM ratchet_paused_queue ORDER BY queue;
+
+-- name: count_queue_jobs
+SELECT queue, status, count(*) FROM ratchet_job WHERE status IN ('PENDING', 'RUNNING')
+GROUP BY queue, status;
+
 -- name: delete_recurring
 DELETE FROM ratchet_recurring WHERE id = %(id)s;
 
@@ -780,7 +836,8 @@ WHERE p.job_id = doomed.job_id
 -- Every table that holds data (not ratchet_schema_version), emptied in one statement.
 TRUNCATE ratchet_job, ratchet_job_tag, ratchet_idempotency_key, ratchet_execution,
     ratchet_node, ratchet_lock, ratchet_recurring, ratchet_recurring_fire, ratchet_job_archive,
-    ratchet_job_log, ratchet_job_progress, ratchet_resource_permit, ratchet_resource;
+    ratchet_job_log, ratchet_job_progress, ratchet_resource_permit, ratchet_resource,
+    ratchet_paused_queue;
 
 -- ===================================================================== payload rewrite
 -- SupportsPayloadRewrite (key rotation): the payload columns raw, in primary-key order

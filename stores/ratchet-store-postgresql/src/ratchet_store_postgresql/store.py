@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from psycopg import errors as pg_errors
 
@@ -177,18 +177,27 @@ class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
         self._idempotent(insert)
 
     def _claim(
-        self, *, node_id: str, limit: int, boost_seconds: float, start_now: int
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        boost_seconds: float,
+        start_now: int,
+        queues: Sequence[str] | None,
     ) -> list[ClaimedJob]:
-        params = {
+        params: dict[str, Any] = {
             "node_id": node_id,
             "limit": limit,
             "boost": boost_seconds,
             "start_now": start_now,
         }
+        name = "claim_due_jobs"
+        if queues is not None:
+            name, params["queues"] = "claim_queue_jobs", list(queues)
         # The last column (after the claimed-job columns) is whether the start was recorded.
         return [
             self.decode.claimed_job(row, start_recorded=bool(row[-1]))
-            for row in self._returning("claim_due_jobs", params)
+            for row in self._returning(name, params)
         ]
 
     def _insert_fire(self, job: NewJob, *, fire_time: datetime) -> bool:

@@ -16,6 +16,7 @@ from ratchet.spi._rows import RowDecoder
 from ratchet.spi.sql._encoder import RowEncoder, json_list, strict_json
 from ratchet.spi.sql._job_query import driving_statement, job_query_fragments
 from ratchet.spi.sql._migrations import Migration, load_migrations
+from ratchet.spi.sql._queues import due_in_queues, queue_params
 from ratchet.spi.sql._session import IN_LIST_CHUNK, Params, Row, SQLSession
 from ratchet.spi.sql._sqlalchemy import (
     driver_connection,
@@ -38,9 +39,11 @@ __all__ = [
     "Statements",
     "driver_connection",
     "driving_statement",
+    "due_in_queues",
     "job_query_fragments",
     "json_list",
     "load_migrations",
+    "queue_params",
     "run_with_sync_connection",
     "sqlalchemy_dbapi_connection",
     "strict_json",

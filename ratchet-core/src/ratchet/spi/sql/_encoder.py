@@ -7,7 +7,7 @@ statements must use them):
 
 * new job: id, name, target, args_json, kwargs_json, priority, max_retries, backoff,
   backoff_ms, timeout_seconds, business_key, idempotency_key, tags, params, recurring_id,
-  scheduled_at (``None`` when the job is due after ``delay``), delay
+  scheduled_at (``None`` when the job is due after ``delay``), delay, queue
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
   max_retries, backoff, backoff_ms, timeout_seconds, tags, source
 """
@@ -97,6 +97,7 @@ class RowEncoder:
             "recurring_id": job.recurring_id,
             "scheduled_at": None if job.scheduled_at is None else self.moment(job.scheduled_at),
             "delay": self.duration(job.delay_seconds),
+            "queue": job.queue,
         }
 
     def recurring(self, definition: RecurringDefinition) -> dict[str, Any]:

@@ -43,13 +43,21 @@ from ratchet._types import (
     RecurringDefinition,
     StoredPayload,
 )
-from ratchet.spi._checks import check_aware, check_lock_ttl, check_new_jobs, require_recurring_id
+from ratchet.spi._checks import (
+    check_aware,
+    check_lock_ttl,
+    check_new_jobs,
+    check_queue_name,
+    check_queue_names,
+    require_recurring_id,
+)
 from ratchet.spi._conflicts import retry_blocked_by_business_key
 from ratchet.spi._rows import RowDecoder
 from ratchet.spi._store import JobStore
 from ratchet.spi.sql._encoder import RowEncoder
 from ratchet.spi.sql._job_query import JOB_QUERY_STATEMENTS, SQLJobQuery
 from ratchet.spi.sql._permits import PERMIT_STATEMENTS, SQLResourcePermits
+from ratchet.spi.sql._queues import QUEUE_STATEMENTS, SQLQueues
 from ratchet.spi.sql._session import Params, Row, SQLSession
 from ratchet.spi.sql._statements import Statements
 
@@ -142,6 +150,8 @@ STATEMENTS = frozenset(
     | JOB_QUERY_STATEMENTS
     # resource permits (SupportsResourcePermits): ratchet.spi.sql._permits
     | PERMIT_STATEMENTS
+    # paused queues and queue counts (SupportsQueues): ratchet.spi.sql._queues
+    | QUEUE_STATEMENTS
 )
 """The statements the shared methods run. A backend that overrides a method may leave
 that method's statements out (``missing_statements`` tells which it still needs)."""
@@ -161,7 +171,7 @@ _LIST_JOBS = {
 }
 
 
-class SQLJobStore(SQLJobQuery, SQLResourcePermits, JobStore):
+class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, JobStore):
     """The JobStore of an SQL database, less what its backend supplies (module docstring).
 
     Subclasses set ``statements``, ``decode`` and ``encode`` (class or instance
@@ -230,10 +240,18 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, JobStore):
 
     @abstractmethod
     def _claim(
-        self, *, node_id: str, limit: int, boost_seconds: float, start_now: int
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        boost_seconds: float,
+        start_now: int,
+        queues: Sequence[str] | None,
     ) -> list[ClaimedJob]:
         """Claim up to ``limit`` (> 0) due jobs in claim order, recording the start of the
-        first ``start_now``: :meth:`ratchet.spi.JobQueue.claim_due_jobs`."""
+        first ``start_now``: :meth:`ratchet.spi.JobQueue.claim_due_jobs` when ``queues``
+        is ``None``, else :meth:`ratchet.spi.SupportsQueues.claim_queue_jobs` from those
+        (checked, distinct, at least one). Never a job of a paused queue."""
 
     @abstractmethod
     def _insert_fire(self, job: NewJob, *, fire_time: datetime) -> bool:
@@ -272,6 +290,7 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, JobStore):
 
     def _check_job(self, job: NewJob) -> None:
         self._check_text("Job id", job.id)
+        check_queue_name(job.queue)
         if job.recurring_id is not None:
             self._check_text("Recurring id", job.recurring_id)
         for tag in job.tags:
@@ -288,6 +307,29 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, JobStore):
         priority_boost_seconds: float,
         start_now: int | None = None,
     ) -> list[ClaimedJob]:
+        return self._claim_from(None, node_id, limit, priority_boost_seconds, start_now)
+
+    def claim_queue_jobs(
+        self,
+        *,
+        node_id: str,
+        queues: Sequence[str],
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None = None,
+    ) -> list[ClaimedJob]:
+        """SupportsQueues: the backend's claim, from ``queues`` only."""
+        names = check_queue_names(queues)
+        return self._claim_from(names, node_id, limit, priority_boost_seconds, start_now)
+
+    def _claim_from(
+        self,
+        queues: Sequence[str] | None,
+        node_id: str,
+        limit: int,
+        priority_boost_seconds: float,
+        start_now: int | None,
+    ) -> list[ClaimedJob]:
         limit = int(limit)
         if limit <= 0:
             return []
@@ -297,6 +339,7 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, JobStore):
             limit=limit,
             boost_seconds=float(priority_boost_seconds),
             start_now=limit if start_now is None else max(0, int(start_now)),
+            queues=queues,
         )
 
     def mark_started(self, job_id: str, claim_seq: int) -> bool:

@@ -59,6 +59,7 @@ DATA_TABLES = (
     "ratchet_job_progress",
     "ratchet_resource_permit",
     "ratchet_resource",
+    "ratchet_paused_queue",
 )
 
 

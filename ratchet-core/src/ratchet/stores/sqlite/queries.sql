@@ -15,7 +15,7 @@ INSERT INTO ratchet_job ({{job_columns}})
 VALUES (:id, :name, :target, :args_json, :kwargs_json, 'PENDING', :priority, 0, :max_retries,
         :backoff, :backoff_ms, :timeout_seconds, 0, 0, NULL, NULL,
         :business_key, :idempotency_key, :tags, :params, :recurring_id, NULL,
-        NULL, NULL, COALESCE(:scheduled_at, :now + :delay), :now, NULL, NULL, :now);
+        NULL, NULL, COALESCE(:scheduled_at, :now + :delay), :now, NULL, NULL, :now, :queue);
 
 -- name: insert_tag
 INSERT OR IGNORE INTO ratchet_job_tag (tag, job_id) VALUES (:tag, :id);
@@ -48,6 +48,18 @@ SELECT id FROM ({{due_candidates}})
 ORDER BY priority DESC, scheduled_at, id
 LIMIT :limit;
 
+-- name: claim_queue_candidates_with_boost
+-- The same from named queues: {due} is each queue's and level's first :limit due jobs
+-- (_statements.due_in_queues), merged in the same order.
+SELECT id FROM ({due})
+ORDER BY priority + CAST((:now - scheduled_at) / :boost AS INTEGER) DESC, scheduled_at, id
+LIMIT :limit;
+
+-- name: claim_queue_candidates_without_boost
+SELECT id FROM ({due})
+ORDER BY priority DESC, scheduled_at, id
+LIMIT :limit;
+
 -- name: claim_job
 -- :start is 1 for a job the worker starts at once (its start is recorded with the claim),
 -- 0 for one claimed ahead.
@@ -58,7 +70,7 @@ SET status = 'RUNNING', owner = :node_id, claimed_at = :now, started_at = :now,
 WHERE id = :id AND status = 'PENDING'
 RETURNING id, name, target, args_json, kwargs_json, priority, attempts, max_retries, backoff,
           backoff_ms, timeout_seconds, crash_count, claim_seq, params_json, business_key,
-          idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries;
+          idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries, queue;
 
 -- name: open_execution
 INSERT OR REPLACE INTO ratchet_execution
@@ -316,6 +328,21 @@ UPDATE ratchet_recurring SET paused = :paused, updated_at = :now WHERE id = :id;
 
 -- name: delete_recurring
 DELETE FROM ratchet_recurring WHERE id = :id;
+
+-- ===================================================================== queues
+
+-- name: pause_queue
+INSERT OR IGNORE INTO ratchet_paused_queue (queue, paused_at) VALUES (:queue, :now);
+
+-- name: resume_queue
+DELETE FROM ratchet_paused_queue WHERE queue = :queue;
+
+-- name: select_paused_queues
+SELECT queue FROM ratchet_paused_queue ORDER BY queue;
+
+-- name: count_queue_jobs
+SELECT queue, status, COUNT(*) FROM ratchet_job WHERE status IN ('PENDING', 'RUNNING')
+GROUP BY queue, status;
 
 -- ===================================================================== archive
 

@@ -33,7 +33,15 @@ from ratchet.errors import (
     StoreUnavailableError,
 )
 from ratchet.spi import business_key_held, idempotency_key_used, job_not_stored
-from ratchet.spi.sql import Params, Row, RowEncoder, SQLJobStore, SQLSession, Statements
+from ratchet.spi.sql import (
+    Params,
+    Row,
+    RowEncoder,
+    SQLJobStore,
+    SQLSession,
+    Statements,
+    queue_params,
+)
 from ratchet.stores.sqlite._database import (
     DATA_TABLES,
     SCHEMA_LEDGER,
@@ -46,6 +54,7 @@ from ratchet.stores.sqlite._rows import DECODER
 from ratchet.stores.sqlite._statements import (
     STATEMENTS,
     TEST_CLOCK_FUNCTION,
+    due_in_queues,
     statements_on_test_clock,
 )
 from ratchet.stores.sqlite._transactional import SQLiteTransactionalEnqueue
@@ -345,17 +354,24 @@ class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
             session.execute("insert_tag", {"tag": tag, "id": job.id})
 
     def _claim(
-        self, *, node_id: str, limit: int, boost_seconds: float, start_now: int
+        self,
+        *,
+        node_id: str,
+        limit: int,
+        boost_seconds: float,
+        start_now: int,
+        queues: Sequence[str] | None,
     ) -> list[ClaimedJob]:
         # Look before taking the one write lock: an idle worker never asks for it, so it
         # never waits on an application transaction that enqueued and holds it.
         with self._read() as conn:
-            if not self._candidates(conn, conn.execute(self.statements["now"]).fetchone()[0], 1, 0):
+            now = conn.execute(self.statements["now"]).fetchone()[0]
+            if not self._candidates(conn, now, 1, 0, queues):
                 return []
         with self._write() as (conn, now):
             session = SQLiteSession(conn, now, self.statements)
             claimed: list[ClaimedJob] = []
-            for job_id in self._candidates(conn, now, limit, boost_seconds):
+            for job_id in self._candidates(conn, now, limit, boost_seconds, queues):
                 start = len(claimed) < start_now
                 row = session.one(
                     "claim_job", {"id": job_id, "node_id": node_id, "start": int(start)}
@@ -377,15 +393,31 @@ class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
 
     @staticmethod
     def _candidates(
-        conn: sqlite3.Connection, now: float, limit: int, boost_seconds: float
+        conn: sqlite3.Connection,
+        now: float,
+        limit: int,
+        boost_seconds: float,
+        queues: Sequence[str] | None,
     ) -> list[str]:
-        """Ids of the first ``limit`` due jobs in claim order (inside the write lock)."""
-        if boost_seconds > 0:
-            name = "claim_candidates_with_boost"
-            params = {"now": now, "limit": limit, "boost": boost_seconds}
+        """Ids of the first ``limit`` due jobs in claim order (inside the write lock), of
+        every queue or of ``queues``; never of a paused queue."""
+        params: dict[str, object] = {"now": now, "limit": limit}
+        boosted = boost_seconds > 0
+        if boosted:
+            params["boost"] = boost_seconds
+        if queues is None:
+            sql = STATEMENTS[
+                "claim_candidates_with_boost" if boosted else "claim_candidates_without_boost"
+            ]
         else:
-            name, params = "claim_candidates_without_boost", {"now": now, "limit": limit}
-        return [job_id for (job_id,) in conn.execute(STATEMENTS[name], params).fetchall()]
+            name = (
+                "claim_queue_candidates_with_boost"
+                if boosted
+                else "claim_queue_candidates_without_boost"
+            )
+            sql = STATEMENTS[name].format(due=due_in_queues(len(queues)))
+            params.update(queue_params(queues))
+        return [job_id for (job_id,) in conn.execute(sql, params).fetchall()]
 
     def _insert_fire(self, job: NewJob, *, fire_time: datetime) -> bool:
         fire = {

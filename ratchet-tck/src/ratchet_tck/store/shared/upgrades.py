@@ -40,6 +40,7 @@ SQL_TABLES = frozenset(
         "ratchet_job_tag",
         "ratchet_lock",
         "ratchet_node",
+        "ratchet_paused_queue",
         "ratchet_recurring",
         "ratchet_recurring_fire",
         "ratchet_resource",
@@ -55,6 +56,7 @@ SQL_MIGRATIONS = (
     "0004_archive_purge.sql",
     "0005_job_query.sql",
     "0006_flow_control.sql",
+    "0007_queues.sql",
 )
 """The migration files every SQL store ships, in order (version N is the N-th): a store's
 schema tests pin its list to this one, so a migration added to one backend only fails."""
