@@ -270,7 +270,7 @@ class BenchSession:
         n = self.sizes.bulk
         if before_go is not None:
             before_go(self.store, ids)
-        flags = ("--resource",) if resource else ()
+        flags: tuple[str, ...] = ("--resource",) if resource else ()
         if queues:
             flags += ("--queues", ",".join(BENCH_QUEUES))
         workers = [self._spawn_worker(*flags) for _ in range(processes)]

@@ -1,7 +1,8 @@
 """Enqueue of the MongoDB store: ``enqueue``, ``enqueue_many`` and their undo.
 
 Contract kept (``ratchet.spi.JobQueue.enqueue`` and ``enqueue_many``): all or nothing.
-The keys are taken first (:mod:`ratchet_store_mongodb._keys`), then the job documents are
+Each job's queue name is checked before anything is written (``SupportsQueues``). The
+keys are taken first (:mod:`ratchet_store_mongodb._keys`), then the job documents are
 inserted in one ordered ``insert_many``; on any error the undo deletes what this call
 stored (job documents at ``rev`` 0 created at this call's clock, idempotency keys naming
 its own job ids) and the error propagates. The store uses no multi-document transaction,
@@ -19,7 +20,7 @@ from datetime import datetime
 from pymongo.errors import BulkWriteError, PyMongoError
 
 from ratchet.errors import RatchetError
-from ratchet.spi import NewJob
+from ratchet.spi import NewJob, check_queue_name
 from ratchet_store_mongodb._fencing import ms, unavailable
 from ratchet_store_mongodb._keys import KeyReservations
 from ratchet_store_mongodb._reconnect import retry_once_if_lost
@@ -48,6 +49,8 @@ class EnqueueOperations(KeyReservations):
         ids = [job.id for job in jobs]
         if len(set(ids)) != len(ids):
             raise RatchetError("enqueue_many received the same job id twice.")
+        for job in jobs:
+            check_queue_name(job.queue)  # before any key or job is written
         stored: set[str] = set()
         if retry:
             stored = {str(d["_id"]) for d in self._jobs.find({"_id": {"$in": ids}}, {"_id": 1})}

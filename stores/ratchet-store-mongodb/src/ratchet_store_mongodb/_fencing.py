@@ -128,6 +128,7 @@ class FencedCollections:
     _fires: Collection[Doc]
     _job_logs: Collection[Doc]
     _job_progress: Collection[Doc]
+    _paused_queues: Collection[Doc]
 
     if TYPE_CHECKING:
         # Supplied by MongoDBJobStore (declared here for the type checker only, so that

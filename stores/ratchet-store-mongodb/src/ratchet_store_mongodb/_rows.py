@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 from ratchet.spi import (
+    DEFAULT_QUEUE,
     BackoffPolicy,
     ClaimedJob,
     Execution,
@@ -28,6 +29,7 @@ __all__ = [
     "job_from_doc",
     "new_job_doc",
     "node_from_doc",
+    "queue_of",
     "recurring_doc",
     "recurring_from_doc",
     "redelivery_count",
@@ -87,6 +89,7 @@ def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str,
         "finished_at": None,
         "updated_at": now,
         "rev": 0,
+        "queue": job.queue,
     }
 
 
@@ -130,7 +133,15 @@ def job_from_doc(doc: Doc) -> Job:
         created_at=aware(doc["created_at"]),
         started_at=_maybe(doc.get("started_at")),
         finished_at=_maybe(doc.get("finished_at")),
+        queue=queue_of(doc),
     )
+
+
+def queue_of(doc: Doc) -> str:
+    """The job's queue. Documents written before queues existed have no such field: their
+    jobs were all in :data:`~ratchet.spi.DEFAULT_QUEUE`, so a missing field reads as it
+    (they are not rewritten; the claims and counts read them the same way)."""
+    return str(doc.get("queue") or DEFAULT_QUEUE)
 
 
 def start_is_recorded(doc: Doc) -> bool:
@@ -195,6 +206,7 @@ def claimed_from_doc(doc: Doc, *, start_recorded: bool) -> ClaimedJob:
         claimed_at=aware(doc["claimed_at"]),
         start_recorded=start_recorded,
         redeliveries=redelivery_count(doc),
+        queue=queue_of(doc),
     )
 
 

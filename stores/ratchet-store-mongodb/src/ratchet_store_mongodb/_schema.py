@@ -31,6 +31,7 @@ FIRES = "ratchet_recurring_fire"
 JOB_LOGS = "ratchet_job_log"
 JOB_PROGRESS = "ratchet_job_progress"
 RESOURCES = "ratchet_resource"
+PAUSED_QUEUES = "ratchet_paused_queue"
 
 COLLECTIONS = (
     JOBS,
@@ -46,6 +47,7 @@ COLLECTIONS = (
     JOB_LOGS,
     JOB_PROGRESS,
     RESOURCES,
+    PAUSED_QUEUES,
 )
 
 INDEXES: dict[str, list[IndexModel]] = {
@@ -59,6 +61,18 @@ INDEXES: dict[str, list[IndexModel]] = {
                 ("_id", ASCENDING),
             ],
             name="ratchet_job_claim",
+        ),
+        # The claim from named queues (SupportsQueues): one range scan per queue and level,
+        # so a queue's backlog never slows the claim of another.
+        IndexModel(
+            [
+                ("status", ASCENDING),
+                ("queue", ASCENDING),
+                ("priority", ASCENDING),
+                ("scheduled_at", ASCENDING),
+                ("_id", ASCENDING),
+            ],
+            name="ratchet_job_queue_claim",
         ),
         IndexModel([("created_at", DESCENDING), ("_id", DESCENDING)], name="ratchet_job_created"),
         IndexModel([("tags", ASCENDING)], name="ratchet_job_tags"),

@@ -7,7 +7,8 @@ the database clock to the parts:
 
 * ``_keys``: idempotency keys and business-key reservations;
 * ``_enqueue``: ``enqueue``, ``enqueue_many`` and their undo;
-* ``_claim``: ``claim_due_jobs``;
+* ``_claim``: ``claim_due_jobs`` and ``claim_queue_jobs`` (``SupportsQueues``), never
+  from a paused queue;
 * ``_outcomes``: complete, fail, retry, release, mark started, cancel (of a running claim
   too: ``SupportsRunningCancel``), late outcome;
 * ``_reads``: jobs, counts, queue ages (``SupportsPendingAges``), the activity probe
@@ -19,12 +20,15 @@ the database clock to the parts:
 * ``_job_logs``: job log lines and progress (``SupportsJobLogs``);
 * ``_payloads``: raw payload scans and fenced rewrites (``SupportsPayloadRewrite``);
 * ``_queries``: filtered listings, dead-letter groups, execution counts (``SupportsJobQuery``);
-* ``_permits``: cluster-wide resource permits (``SupportsResourcePermits``).
+* ``_permits``: cluster-wide resource permits (``SupportsResourcePermits``);
+* ``_queues``: paused queues and per-queue counts (``SupportsQueues``; every job document
+  keeps its ``queue``, and one written before queues existed reads as ``"default"``).
 
 ``_recurring`` also pauses schedules (``SupportsRecurringPause``).
 
 This module keeps the lifecycle: connecting (and creating the indexes), ``from_url``,
-``describe``, ``close`` and ``reset_for_tests``.
+``describe``, ``close`` and ``reset_for_tests`` (which empties every collection of
+``_schema``, the paused queues included).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from ratchet_store_mongodb._outcomes import OutcomeOperations
 from ratchet_store_mongodb._payloads import PayloadOperations
 from ratchet_store_mongodb._permits import PermitOperations
 from ratchet_store_mongodb._queries import QueryOperations
+from ratchet_store_mongodb._queues import QueueOperations
 from ratchet_store_mongodb._reads import ReadOperations
 from ratchet_store_mongodb._recurring import RecurringOperations
 from ratchet_store_mongodb._url import parse_store_url
@@ -71,6 +76,7 @@ class MongoDBJobStore(
     PayloadOperations,
     QueryOperations,
     PermitOperations,
+    QueueOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""
@@ -112,6 +118,7 @@ class MongoDBJobStore(
         self._job_logs: Collection[Doc] = self._db[s.JOB_LOGS]
         self._job_progress: Collection[Doc] = self._db[s.JOB_PROGRESS]
         self._resources: Collection[Doc] = self._db[s.RESOURCES]
+        self._paused_queues: Collection[Doc] = self._db[s.PAUSED_QUEUES]
         if auto_migrate:
             try:
                 s.create_indexes(self._db)
