@@ -278,6 +278,7 @@ def test_priority_queue_name_and_run_after_map_onto_the_job() -> None:
     assert job.priority == JobPriority.CRITICAL  # Django's 75
     assert job.params["django.priority"] == 75
     assert job.params["django.queue_name"] == "emails"
+    assert job.queue == "emails"
     assert "queue:emails" in job.tags
     assert abs((job.scheduled_at - later).total_seconds()) < 1
 

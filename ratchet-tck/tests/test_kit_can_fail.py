@@ -304,6 +304,27 @@ CATALOGUE = [
         "test_pausing_an_unknown_schedule_answers_false_and_writes_nothing",
     ),
     ("PauseNeverReadBackStore", "test_a_paused_schedule_reads_back_paused_and_resumes"),
+    # queues (SupportsQueues)
+    ("QueueDroppedStore", "test_every_read_returns_the_queue_the_job_was_enqueued_in"),
+    ("EveryQueueClaimedStore", "test_a_claim_from_named_queues_takes_only_theirs_in_claim_order"),
+    ("FirstQueueOnlyStore", "test_a_claim_from_named_queues_takes_only_theirs_in_claim_order"),
+    (
+        "QueuesOneAfterAnotherStore",
+        "test_a_claim_from_named_queues_takes_only_theirs_in_claim_order",
+    ),
+    ("PausedQueueClaimedStore", "test_a_paused_queue_is_not_claimed_and_does_not_crowd_out_others"),
+    (
+        "PausedAfterTheLimitStore",
+        "test_a_paused_queue_is_not_claimed_and_does_not_crowd_out_others",
+    ),
+    ("PauseInMemoryStore", "test_a_pause_holds_for_every_store_instance"),
+    (
+        "PauseAnswersTrueQueueStore",
+        "test_a_paused_queue_is_not_claimed_and_does_not_crowd_out_others",
+    ),
+    ("ResumeKeepsPausedStore", "test_a_paused_queue_is_not_claimed_and_does_not_crowd_out_others"),
+    ("CountsFinishedJobsStore", "test_queue_counts_list_active_and_paused_queues"),
+    ("BadQueueNameStoredStore", "test_bad_queue_names_are_refused_before_anything_changes"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -377,6 +398,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_cluster_stores
     import broken_detail_stores
     import broken_job_log_stores
+    import broken_named_queue_stores
     import broken_query_stores
     import broken_queue_stores
     import broken_recurring_pause_stores
@@ -406,6 +428,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_running_cancel_stores,
             broken_resource_permit_stores,
             broken_recurring_pause_stores,
+            broken_named_queue_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

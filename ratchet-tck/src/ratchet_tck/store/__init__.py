@@ -47,6 +47,7 @@ from ratchet_tck.store.outcomes import FencingContracts, OutcomeContracts
 from ratchet_tck.store.payload_rewrite import PayloadRewriteContracts
 from ratchet_tck.store.pending_ages import PendingAgeContracts
 from ratchet_tck.store.processes import LoadContracts
+from ratchet_tck.store.queues import QueueContracts
 from ratchet_tck.store.races import RaceContracts
 from ratchet_tck.store.reconnect import ReconnectContracts
 from ratchet_tck.store.recurring_pause import RecurringPauseContracts
@@ -110,6 +111,7 @@ class JobStoreSuite(
     RunningCancelContracts,
     ResourcePermitContracts,
     RecurringPauseContracts,
+    QueueContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -13,10 +13,12 @@ What maps onto what:
   in the job's params;
 * ``run_after`` is the job's ``at()`` (a naive datetime, allowed with ``USE_TZ = False``,
   is read in the current time zone);
-* ``queue_name``: Ratchet has no queues yet, so every worker runs every queue's tasks. The
-  name is kept in the job's params (``django.queue_name``) and as the tag
-  ``queue:<name>`` (``ratchet jobs list --tag queue:emails``); ``QUEUES`` still limits
-  which names ``enqueue`` accepts, as Django's backends do;
+* ``queue_name`` is the job's Ratchet queue (``ratchet worker APP --queues emails``
+  serves only that one; ``ratchet queues pause emails`` pauses it), so it must be a
+  Ratchet queue name (letters, digits, ``_``, ``-``, ``.``). It is also kept in the job's
+  params (``django.queue_name``) and as the tag ``queue:<name>``, as before queues
+  existed; ``QUEUES`` still limits which names ``enqueue`` accepts, as Django's backends
+  do;
 * a failing task is retried ``MAX_RETRIES`` times (default 3, exponential backoff), then
   FAILED; ``get_result`` reads the job back (see :mod:`ratchet.contrib.django.results`).
 
@@ -153,6 +155,7 @@ class RatchetBackend(BaseTaskBackend):
             .param(QUEUE_PARAM, task.queue_name)
             .param(PRIORITY_PARAM, task.priority)
             .tags(f"queue:{task.queue_name}")
+            .queue(task.queue_name)
         )
         if task.run_after is not None:
             run_after: datetime = task.run_after

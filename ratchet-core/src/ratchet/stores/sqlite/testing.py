@@ -36,6 +36,12 @@ class _ByAttribute:
     JOB_COLUMNS = _statements.JOB_COLUMNS
     RECURRING_COLUMNS = _statements.RECURRING_COLUMNS
 
+    @staticmethod
+    def due_in_queues(count: int) -> str:
+        """The ``{due}`` of the ``claim_queue_candidates_*`` statements for ``count``
+        named queues (parameters ``:q0`` ...)."""
+        return _statements.due_in_queues(count)
+
     def __getattr__(self, name: str) -> str:
         return _statements.STATEMENTS[name.lower()]
 

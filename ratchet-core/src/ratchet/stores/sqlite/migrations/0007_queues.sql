@@ -1,5 +1,5 @@
 -- Ratchet embedded store, schema version 7: queues (issue #19). Every job waits in a
--- queue; workers serve all queues or those they name; a paused queue is not claimed.
+-- queue, workers serve all queues or those they name, and a paused queue is not claimed.
 
 ALTER TABLE ratchet_job ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
 ALTER TABLE ratchet_job_archive ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
@@ -9,7 +9,7 @@ ALTER TABLE ratchet_job_archive ADD COLUMN queue TEXT NOT NULL DEFAULT 'default'
 CREATE INDEX ratchet_job_queue_claim ON ratchet_job (queue, priority, scheduled_at, id)
     WHERE status = 'PENDING';
 
--- One row per paused queue; every claim leaves out the jobs of the queues listed here.
+-- One row per paused queue: every claim leaves out the jobs of the queues listed here.
 CREATE TABLE ratchet_paused_queue (
     queue      TEXT PRIMARY KEY,
     paused_at  REAL NOT NULL
