@@ -99,7 +99,9 @@ class IgnoresPriorityStore(SQLiteJobStore):
     """Claims oldest first, whatever the priority."""
 
     @staticmethod
-    def _candidates(conn: Any, now: float, limit: int, boost_seconds: float) -> list[str]:
+    def _candidates(
+        conn: Any, now: float, limit: int, boost_seconds: float, queues: Any
+    ) -> list[str]:
         rows = conn.execute(
             "SELECT id FROM ratchet_job WHERE status = 'PENDING' AND scheduled_at <= ? "
             "ORDER BY scheduled_at, id LIMIT ?",
