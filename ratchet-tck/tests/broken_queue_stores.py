@@ -65,8 +65,10 @@ class ClaimsAheadStore(SQLiteJobStore):
     """Claims jobs due within the next second ("to absorb clock jitter")."""
 
     @staticmethod
-    def _candidates(conn: Any, now: float, limit: int, boost_seconds: float) -> list[str]:
-        return SQLiteJobStore._candidates(conn, now + 1.0, limit, boost_seconds)
+    def _candidates(
+        conn: Any, now: float, limit: int, boost_seconds: float, queues: Any
+    ) -> list[str]:
+        return SQLiteJobStore._candidates(conn, now + 1.0, limit, boost_seconds, queues)
 
 
 class WholeSecondClockStore(SQLiteJobStore):
@@ -119,7 +121,9 @@ class SortsAfterLimitStore(SQLiteJobStore):
     """Takes the first ``limit`` due jobs in creation order, then sorts only those."""
 
     @staticmethod
-    def _candidates(conn: Any, now: float, limit: int, boost_seconds: float) -> list[str]:
+    def _candidates(
+        conn: Any, now: float, limit: int, boost_seconds: float, queues: Any
+    ) -> list[str]:
         rows = conn.execute(
             "SELECT id FROM (SELECT id, priority, scheduled_at FROM ratchet_job "
             "WHERE status = 'PENDING' AND scheduled_at <= ? ORDER BY created_at LIMIT ?) "
@@ -133,7 +137,9 @@ class OrdersByIdWithinLevelStore(SQLiteJobStore):
     """Orders each priority level by id, forgetting the due time."""
 
     @staticmethod
-    def _candidates(conn: Any, now: float, limit: int, boost_seconds: float) -> list[str]:
+    def _candidates(
+        conn: Any, now: float, limit: int, boost_seconds: float, queues: Any
+    ) -> list[str]:
         rows = conn.execute(
             "SELECT id FROM ratchet_job WHERE status = 'PENDING' AND scheduled_at <= ? "
             "ORDER BY priority DESC, id LIMIT ?",

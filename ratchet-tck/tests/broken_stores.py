@@ -82,7 +82,7 @@ class DoubleClaimStore(SQLiteJobStore):
     ) -> list[ClaimedJob]:
         with self._read() as conn:
             now = conn.execute(sql.NOW).fetchone()[0]
-            ids = self._candidates(conn, now, limit, priority_boost_seconds)
+            ids = self._candidates(conn, now, limit, priority_boost_seconds, None)
         time.sleep(0.005)
         claimed = []
         with self._write() as (conn, now):
@@ -162,8 +162,10 @@ class LocalClockStore(SQLiteJobStore):
     """Judges due-ness by this process's clock instead of the database's."""
 
     @staticmethod
-    def _candidates(conn: Any, now: float, limit: int, boost_seconds: float) -> list[str]:
-        return SQLiteJobStore._candidates(conn, time.time(), limit, boost_seconds)
+    def _candidates(
+        conn: Any, now: float, limit: int, boost_seconds: float, queues: Any
+    ) -> list[str]:
+        return SQLiteJobStore._candidates(conn, time.time(), limit, boost_seconds, queues)
 
 
 class EarlyBusinessKeyReleaseStore(SQLiteJobStore):
