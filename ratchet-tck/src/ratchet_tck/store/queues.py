@@ -123,7 +123,7 @@ class QueueContracts(StoreSuiteBase):
             with pytest.raises(ValueError):
                 queues.claim_queue_jobs(
                     node_id="node-a",
-                    queues=given,  # type: ignore[arg-type]  # the wrong types on purpose
+                    queues=given,  # the wrong shapes on purpose: empty, a bare string, a bad name
                     limit=10,
                     priority_boost_seconds=0,
                 )
@@ -192,7 +192,7 @@ class QueueContracts(StoreSuiteBase):
         transaction that takes the jobs, never from a copy read earlier.
         """
         pauser = queue_store(stores())
-        claimers = [queue_store(stores()) for _ in range(4)]
+        claimers = [stores() for _ in range(4)]
         feeder = stores()
         paused_at: list[float] = []
         stop = threading.Event()
@@ -200,12 +200,12 @@ class QueueContracts(StoreSuiteBase):
         early: list[str] = []
         errors: list[BaseException] = []
 
-        def claim_loop(index: int, claimer: SupportsQueues) -> None:
+        def claim_loop(index: int, claimer: JobStore) -> None:
             try:
                 while not stop.is_set():
                     began = time.monotonic()
                     if index % 2:
-                        got = claimer.claim_queue_jobs(
+                        got = queue_store(claimer).claim_queue_jobs(
                             node_id=f"n{index}", queues=["hot"], limit=5, priority_boost_seconds=0
                         )
                     else:
