@@ -3,7 +3,8 @@ at Django migration ``ratchet.0001_initial`` and store schema version 3 (what th
 release's ``migrate`` left) reaches the shipped store schema with ``migrate``, through
 ``ratchet.0002_archive_purge`` (and one at store schema 4 through
 ``ratchet.0003_job_query``, one at store schema 5 through ``ratchet.0004_flow_control``,
-and one at store schema 6 through ``ratchet.0005_queues``). Run in subprocesses with the example project's settings
+one at store schema 6 through ``ratchet.0005_queues`` and one at store schema 7 through
+``ratchet.0006_paused_jobs``). Run in subprocesses with the example project's settings
 (examples/django, a temporary SQLite file), as Django's settings are process-wide.
 """
 
@@ -114,41 +115,48 @@ def test_migrate_brings_an_install_at_store_schema_4_to_the_shipped_schema(
     assert "[X]  ratchet.0003_job_query" in manage(database, "showmigrations", "ratchet", "-p")
 
 
-def test_migrate_brings_an_install_at_store_schema_5_to_the_shipped_schema(
+def _job_table_sql(conn: sqlite3.Connection) -> str:
+    [(text,)] = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'ratchet_job'")
+    return str(text)
+
+
+@pytest.mark.parametrize(
+    ("version", "recorded", "applied", "objects", "in_job_table"),
+    [
+        # 0004: the resource-permit tables of store migration 6
+        (5, "0003_job_query", "0004_flow_control", {"ratchet_resource_permit"}, None),
+        # 0005: the queue column and the paused-queue table of store migration 7
+        (6, "0004_flow_control", "0005_queues", {"ratchet_paused_queue"}, "queue"),
+        # 0006: the PAUSED status of store migration 8
+        (7, "0005_queues", "0006_paused_jobs", set(), "'PAUSED'"),
+    ],
+)
+def test_migrate_brings_a_later_install_to_the_shipped_schema(
     tmp_path: Path,
+    version: int,
+    recorded: str,
+    applied: str,
+    objects: set[str],
+    in_job_table: str | None,
 ) -> None:
-    """The release of Django migration 0003 left the store at version 5: recording 0003
-    (the negative control) changes nothing, and ``migrate`` then applies 0004, which adds
-    the resource-permit tables of store migration 6."""
+    """The release of Django migration ``recorded`` left the store at ``version``:
+    recording it (the negative control) changes nothing, and ``migrate`` then applies
+    ``applied``, which brings the store to the shipped schema: the new ``objects`` and
+    the new text ``in_job_table`` (the job table's definition) are there."""
     database = tmp_path / "shop.sqlite3"
-    _write_store_schema(database, 5)
-    manage(database, "migrate", "ratchet", "0003_job_query", "--fake")
-    assert _store_versions(database) == [1, 2, 3, 4, 5]
+    _write_store_schema(database, version)
+    manage(database, "migrate", "ratchet", recorded, "--fake")
+    assert _store_versions(database) == list(range(1, version + 1))
+    with sqlite3.connect(database) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert not objects & names
+        assert in_job_table is None or in_job_table not in _job_table_sql(conn)
 
     manage(database, "migrate")
     assert _store_versions(database) == [v for v, _name, _text in _shipped_store_migrations()]
     with sqlite3.connect(database) as conn:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"ratchet_resource", "ratchet_resource_permit"} <= tables
-    assert "[X]  ratchet.0004_flow_control" in manage(database, "showmigrations", "ratchet", "-p")
-
-
-def test_migrate_brings_an_install_at_store_schema_6_to_the_shipped_schema(
-    tmp_path: Path,
-) -> None:
-    """The release of Django migration 0004 left the store at version 6: recording 0004
-    (the negative control) changes nothing, and ``migrate`` then applies 0005, which adds
-    the queue column and the paused-queue table of store migration 7."""
-    database = tmp_path / "shop.sqlite3"
-    _write_store_schema(database, 6)
-    manage(database, "migrate", "ratchet", "0004_flow_control", "--fake")
-    assert _store_versions(database) == [1, 2, 3, 4, 5, 6]
-
-    manage(database, "migrate")
-    assert _store_versions(database) == [v for v, _name, _text in _shipped_store_migrations()]
-    with sqlite3.connect(database) as conn:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(ratchet_job)")}
-    assert {"ratchet_paused_queue", "ratchet_job_queue_claim"} <= tables
-    assert "queue" in columns
-    assert "[X]  ratchet.0005_queues" in manage(database, "showmigrations", "ratchet", "-p")
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        job_table = _job_table_sql(conn)
+    assert objects <= names
+    assert in_job_table is None or in_job_table in job_table
+    assert f"[X]  ratchet.{applied}" in manage(database, "showmigrations", "ratchet", "-p")

@@ -216,6 +216,7 @@ def test_a_scripted_run_has_exact_counts(app: Ratchet) -> None:
         "SUCCEEDED": 5,
         "FAILED": 2,
         "CANCELED": 1,
+        "PAUSED": 0,
     }
     assert value(samples, "ratchet_dlq_jobs") == 2
     assert value(samples, "ratchet_store_errors_total") is None  # no store error happened
@@ -515,6 +516,7 @@ def test_metrics_serve_reports_a_store(sqlite_url: str, tmp_path: Path) -> None:
             "SUCCEEDED": 0,
             "FAILED": 1,
             "CANCELED": 0,
+            "PAUSED": 0,
         }
         assert value(samples, "ratchet_dlq_jobs") == 1
         assert of(samples, "ratchet_nodes", "state") == {"live": 0, "stale": 0}

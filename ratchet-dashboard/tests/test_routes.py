@@ -286,6 +286,34 @@ def test_cancel_selected_jobs(
     assert seen[0].action == "cancel" and set(seen[0].job_ids) == {populated["pending"], other}
 
 
+def test_pause_and_resume_selected_jobs(
+    client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
+) -> None:
+    """Pause takes the PENDING jobs of the selection to PAUSED (a finished one is left
+    as it is), the job page then offers Resume instead of Pause, and Resume brings them
+    back; both are audited with the jobs they changed."""
+    seen = audits(ratchet_app)
+    token = csrf(client, "/jobs")
+    paused = client.post(
+        "/actions/pause",
+        data={"csrf_token": token, "job_id": [populated["pending"], populated["done"]]},
+    )
+    assert "Paused 1 of 2 job(s)" in paused.text
+    assert status_of(ratchet_app, populated["pending"]) == JobStatus.PAUSED
+    assert status_of(ratchet_app, populated["done"]) == JobStatus.SUCCEEDED
+    page = client.get(f"/jobs/{populated['pending']}").text
+    assert "/actions/resume" in page and "/actions/pause" not in page
+    resumed = client.post(
+        "/actions/resume", data={"csrf_token": token, "job_id": populated["pending"]}
+    )
+    assert "Resumed 1 of 1 job(s)." in resumed.text
+    assert status_of(ratchet_app, populated["pending"]) == JobStatus.PENDING
+    assert [(e.action, e.job_ids) for e in seen] == [
+        ("pause", (populated["pending"],)),
+        ("resume", (populated["pending"],)),
+    ]
+
+
 def test_retry_all_applies_to_the_filter(
     client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
 ) -> None:
@@ -429,6 +457,8 @@ def test_read_only_hides_the_buttons_and_refuses_actions(
         for action in (
             "retry",
             "cancel",
+            "pause",
+            "resume",
             "retry-all",
             "purge",
             "run-now",

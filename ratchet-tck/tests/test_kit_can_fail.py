@@ -325,6 +325,17 @@ CATALOGUE = [
     ("ResumeKeepsPausedStore", "test_a_paused_queue_is_not_claimed_and_does_not_crowd_out_others"),
     ("CountsFinishedJobsStore", "test_queue_counts_list_active_and_paused_queues"),
     ("BadQueueNameStoredStore", "test_bad_queue_names_are_refused_before_anything_changes"),
+    # paused jobs (SupportsJobPause)
+    ("PauseAnyStatusStore", "test_only_a_pending_job_pauses_and_only_a_paused_one_resumes"),
+    ("PausedStaysPendingStore", "test_a_paused_job_is_not_claimed_until_resumed_with_its_schedule"),
+    ("ResumeReschedulesStore", "test_a_paused_job_is_not_claimed_until_resumed_with_its_schedule"),
+    ("PauseDropsBusinessKeyStore", "test_a_paused_job_holds_its_business_key_until_canceled"),
+    ("CancelSkipsPausedStore", "test_a_paused_job_holds_its_business_key_until_canceled"),
+    (
+        "CancelByTagSkipsPausedStore",
+        "test_the_cancels_by_tag_and_by_business_key_take_paused_jobs",
+    ),
+    ("PauseReadThenWriteStore", "test_a_pause_and_a_claim_of_the_same_job_exclude_each_other"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -398,6 +409,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_cluster_stores
     import broken_detail_stores
     import broken_job_log_stores
+    import broken_job_pause_stores
     import broken_named_queue_stores
     import broken_query_stores
     import broken_queue_stores
@@ -429,6 +441,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_resource_permit_stores,
             broken_recurring_pause_stores,
             broken_named_queue_stores,
+            broken_job_pause_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

@@ -81,6 +81,7 @@ from ratchet.spi import (
     SupportsCancelHints,
     SupportsCompletionHints,
     SupportsJobLogs,
+    SupportsJobPause,
     SupportsRecurringPause,
     SupportsTransactionalEnqueue,
     WakeupHint,
@@ -671,6 +672,28 @@ class Ratchet:
         counts and whether it is paused (a read that may scan the active jobs; for
         operators). Errors as :meth:`pause_queue`."""
         return queue_store(self.store).queue_counts()
+
+    # -- paused jobs ---------------------------------------------------------------------
+
+    def pause_job(self, job_id: str) -> bool:
+        """Hold the PENDING job ``job_id``: it becomes PAUSED and no worker of the cluster
+        claims it until :meth:`resume_job`. It keeps its schedule, queue, priority,
+        attempts and business key (another job with that key is still refused);
+        :meth:`cancel_job` cancels it. ``True`` when it was PENDING; ``False`` for a job
+        that is running, finished, already paused or unknown (a running job cannot be
+        paused: cancel it instead). ConfigurationError when the store cannot pause jobs
+        (``ratchet.spi.SupportsJobPause``; every first-party store can)."""
+        return _job_pause_store(self.store).pause_job(job_id)
+
+    def resume_job(self, job_id: str) -> bool:
+        """Let the workers claim the PAUSED job ``job_id`` again, at the scheduled time it
+        had (at once if that has passed), and wake them; ``True`` when it was PAUSED,
+        ``False`` otherwise. Errors as :meth:`pause_job`."""
+        resumed = _job_pause_store(self.store).resume_job(job_id)
+        if resumed:
+            job = self.store.get_job(job_id)
+            self._announce(int(job.priority) if job is not None else int(JobPriority.NORMAL))
+        return resumed
 
     def _check_queue(self, queue: str) -> None:
         """A builder's check: a job outside the default queue needs a store that keeps
@@ -1293,5 +1316,16 @@ def job_log_store(store: JobStore) -> SupportsJobLogs:
             "plugin does not implement SupportsJobLogs), so lines written through "
             "current_job().logger only reach the Python logger. Use a store that keeps "
             "them: sqlite, memory, postgresql, mysql or mongodb."
+        )
+    return store
+
+
+def _job_pause_store(store: JobStore) -> SupportsJobPause:
+    """``store`` as one that pauses jobs; ConfigurationError naming it otherwise."""
+    if not isinstance(store, SupportsJobPause):
+        raise ConfigurationError(
+            f"The store {store.describe()} cannot pause jobs (it lacks "
+            "ratchet.spi.SupportsJobPause). Cancel the job instead, or use a store that "
+            "pauses jobs (every first-party store does)."
         )
     return store

@@ -46,10 +46,12 @@ class JobStatus(enum.StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
+    PAUSED = "PAUSED"
+    """A PENDING job an operator paused (``app.pause_job``): not claimed until resumed."""
 
 
-ACTIVE_STATUSES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
-"""Statuses that hold a business key. Later waiting states join this set."""
+ACTIVE_STATUSES = frozenset({JobStatus.PENDING, JobStatus.RUNNING, JobStatus.PAUSED})
+"""Statuses that hold a business key (a job that will still run, or is running)."""
 
 TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELED})
 

@@ -271,6 +271,18 @@ class _Dashboard:
         self.app.audit("cancel", actor=actor, job_ids=canceled, detail=f"asked for {len(ids)}")
         return f"Canceled {len(canceled)} of {len(ids)} job(s).", {}
 
+    def _pause(self, form: FormData, actor: str) -> tuple[str, dict[str, str]]:
+        ids = _forms.job_ids(form)
+        paused = [job_id for job_id in ids if self.app.pause_job(job_id)]
+        self.app.audit("pause", actor=actor, job_ids=paused, detail=f"asked for {len(ids)}")
+        return f"Paused {len(paused)} of {len(ids)} job(s) (only PENDING jobs pause).", {}
+
+    def _resume(self, form: FormData, actor: str) -> tuple[str, dict[str, str]]:
+        ids = _forms.job_ids(form)
+        resumed = [job_id for job_id in ids if self.app.resume_job(job_id)]
+        self.app.audit("resume", actor=actor, job_ids=resumed, detail=f"asked for {len(ids)}")
+        return f"Resumed {len(resumed)} of {len(ids)} job(s).", {}
+
     def _retry_all(self, form: FormData, actor: str) -> tuple[str, dict[str, str]]:
         """Every FAILED job of the filter the form carries (the page's filter)."""
         query, filters, problems = _forms.job_query(form)
@@ -346,6 +358,8 @@ class _Dashboard:
     ACTIONS: Mapping[str, Callable[[_Dashboard, FormData, str], tuple[str, dict[str, str]]]] = {
         "retry": _retry,
         "cancel": _cancel,
+        "pause": _pause,
+        "resume": _resume,
         "retry-all": _retry_all,
         "purge": _purge,
         "run-now": _run_now,

@@ -47,9 +47,10 @@ _CANCEL_TRIES = 3
 
 
 def cancel_in_store(store: JobStore, job_id: str) -> JobStatus | None:
-    """Cancel ``job_id`` in the store: the status it was canceled from (PENDING, or
-    RUNNING on a store with ``SupportsRunningCancel``), or ``None`` when it was neither
-    (finished, unknown, or RUNNING on a store without the capability).
+    """Cancel ``job_id`` in the store: the status it was canceled from (PENDING, which
+    stands for PAUSED too, or RUNNING on a store with ``SupportsRunningCancel``), or
+    ``None`` when it was neither (finished, unknown, or RUNNING on a store without the
+    capability).
 
     A running job's cancel is fenced on the claim read just before it, so a job that
     moved on meanwhile (finished, released, claimed again) is read again and decided anew.
@@ -62,7 +63,7 @@ def cancel_in_store(store: JobStore, job_id: str) -> JobStatus | None:
         job = store.get_job(job_id)
         if job is None:
             return None
-        if job.status is JobStatus.PENDING:
+        if job.status in (JobStatus.PENDING, JobStatus.PAUSED):
             if store.cancel_job(job_id):
                 return JobStatus.PENDING
         elif job.status is not JobStatus.RUNNING:

@@ -141,11 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--queue", help="the queue to put it in (default: the job's)")
     enqueue.set_defaults(handler=c.cmd_enqueue)
 
-    jobs = commands.add_parser("jobs", help="list, show, retry or cancel jobs; read their logs")
+    jobs = commands.add_parser(
+        "jobs", help="list, show, retry, cancel, pause or resume jobs; read their logs"
+    )
     jobs_sub = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
     jobs_list = jobs_sub.add_parser("list", help="list jobs, newest first")
     _store_options(jobs_list)
-    jobs_list.add_argument("--status", help="PENDING, RUNNING, SUCCEEDED, FAILED or CANCELED")
+    jobs_list.add_argument(
+        "--status", help="PENDING, RUNNING, SUCCEEDED, FAILED, CANCELED or PAUSED"
+    )
     jobs_list.add_argument("--tag")
     jobs_list.add_argument("--limit", type=whole_number_in(1, MAX_LIST, example=50), default=50)
     jobs_list.set_defaults(handler=c.cmd_jobs_list)
@@ -153,7 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("show", c.cmd_jobs_show, "show one job and its attempts"),
         ("logs", c.cmd_jobs_logs, "show what one job logged, by attempt, and its progress"),
         ("retry", c.cmd_jobs_retry, "FAILED → PENDING with attempts reset"),
-        ("cancel", c.cmd_jobs_cancel, "PENDING or RUNNING → CANCELED"),
+        ("cancel", c.cmd_jobs_cancel, "PENDING, PAUSED or RUNNING → CANCELED"),
+        ("pause", c.cmd_jobs_pause, "PENDING → PAUSED: no worker claims it until resumed"),
+        ("resume", c.cmd_jobs_resume, "PAUSED → PENDING, due at the time it had"),
     ):
         action = jobs_sub.add_parser(name, help=text)
         _store_options(action)

@@ -371,8 +371,33 @@ def cmd_jobs_cancel(args: argparse.Namespace) -> int:
     if canceled_from is not None:
         _output.echo(f"Job {args.job_id} canceled.")
         return 0
-    needed = "PENDING or RUNNING" if isinstance(store, SupportsRunningCancel) else "PENDING"
+    needed = (
+        "PENDING, PAUSED or RUNNING"
+        if isinstance(store, SupportsRunningCancel)
+        else "PENDING or PAUSED"
+    )
     return _not_in_state(store, args.job_id, needed, "canceled")
+
+
+def cmd_jobs_pause(args: argparse.Namespace) -> int:
+    """PENDING → PAUSED, for every worker of the cluster."""
+    app = Ratchet(open_store(args, writes=True), coordinator="none")
+    if app.pause_job(args.job_id):
+        _output.echo(
+            f"Job {args.job_id} is PAUSED: no worker claims it until "
+            f"'ratchet jobs resume {args.job_id}'."
+        )
+        return 0
+    return _not_in_state(app.store, args.job_id, "PENDING", "paused")
+
+
+def cmd_jobs_resume(args: argparse.Namespace) -> int:
+    """PAUSED → PENDING, due at the time it had."""
+    app = Ratchet(open_store(args, writes=True), coordinator="none")
+    if app.resume_job(args.job_id):
+        _output.echo(f"Job {args.job_id} is PENDING again.")
+        return 0
+    return _not_in_state(app.store, args.job_id, "PAUSED", "resumed")
 
 
 def _not_in_state(store: JobStore, job_id: str, needed: str, verb: str) -> int:

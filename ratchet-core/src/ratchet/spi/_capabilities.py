@@ -30,6 +30,7 @@ __all__ = [
     "SupportsBulkRetry",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
+    "SupportsJobPause",
     "SupportsJobQuery",
     "SupportsPayloadRewrite",
     "SupportsPendingAges",
@@ -379,6 +380,37 @@ class SupportsQueues(Protocol):
         """Every queue that has PENDING or RUNNING jobs, or is paused, sorted by name,
         with those two counts (PENDING counts due and future jobs alike). A read for
         operators: it may scan the active jobs."""
+        ...
+
+
+@runtime_checkable
+class SupportsJobPause(Protocol):
+    """A store that pauses single jobs (``app.pause_job`` / ``app.resume_job``): a PENDING
+    job becomes PAUSED and is not claimed until it is resumed; without it pausing a job is
+    refused.
+
+    A PAUSED job keeps everything it had (its scheduled time, priority, queue, attempts,
+    claim sequence, tags and payload) and stays *active*: it holds its business key, so
+    an enqueue or a DLQ retry with that key is refused naming it, exactly as for a PENDING
+    holder. No claim, recovery, archiving or retry touches it. ``cancel_job``,
+    ``cancel_by_tag`` and ``cancel_by_business_key`` cancel a PAUSED job as they cancel a
+    PENDING one (PAUSED → CANCELED, key released). ``get_job`` and every listing show it
+    as :attr:`~ratchet.spi.JobStatus.PAUSED`.
+    """
+
+    def pause_job(self, job_id: str) -> bool:
+        """PENDING → PAUSED; ``True`` when the job changed, ``False`` with nothing written
+        when it is not PENDING (PAUSED already, RUNNING, finished, or unknown). Once it
+        returns ``True``, no claim that begins afterwards, on any store instance, returns
+        the job. Against a concurrent claim of the same job exactly one wins: either the
+        claim returns it and this answers ``False``, or this answers ``True`` and no claim
+        returns it. A due job and one scheduled later pause alike."""
+        ...
+
+    def resume_job(self, job_id: str) -> bool:
+        """PAUSED → PENDING with the scheduled time it had (a job that came due while
+        paused is due at once, in its old place in claim order); ``True`` when the job
+        changed, ``False`` with nothing written when it is not PAUSED."""
         ...
 
 

@@ -39,6 +39,7 @@ from ratchet_tck.store.exactness import ExactMatchContracts
 from ratchet_tck.store.harness import StoreHarness, TransactionFactory, sqlalchemy_transactions
 from ratchet_tck.store.hints import EnqueueHintContracts
 from ratchet_tck.store.job_logs import JobLogContracts
+from ratchet_tck.store.job_pause import JobPauseContracts
 from ratchet_tck.store.job_query import JobQueryContracts
 from ratchet_tck.store.keys import BusinessKeyContracts, IdempotencyKeyContracts
 from ratchet_tck.store.leases import LeaseContracts
@@ -112,6 +113,7 @@ class JobStoreSuite(
     ResourcePermitContracts,
     RecurringPauseContracts,
     QueueContracts,
+    JobPauseContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -3,7 +3,7 @@
 Contract kept (``ratchet.spi.JobQueue.enqueue``): an idempotency key is unique forever.
 Its document names the job that took it first and outlives that job's archiving and
 purging; only the enqueue that took it may delete it, when undoing itself. A business key
-belongs to at most one PENDING or RUNNING job at a time, also under concurrent enqueues
+belongs to at most one PENDING, RUNNING or PAUSED job at a time, also under concurrent enqueues
 from several nodes. A conflict raises :class:`~ratchet.errors.DuplicateIdempotencyKeyError`
 or :class:`~ratchet.errors.BusinessKeyConflictError` naming the holder.
 
@@ -32,7 +32,7 @@ __all__ = ["ACTIVE", "PENDING_RESERVATION_SECONDS", "KeyReservations"]
 #: before its job document exists.
 PENDING_RESERVATION_SECONDS = 60.0
 #: The statuses in which a job holds its business key.
-ACTIVE = (JobStatus.PENDING.value, JobStatus.RUNNING.value)
+ACTIVE = (JobStatus.PENDING.value, JobStatus.RUNNING.value, JobStatus.PAUSED.value)
 _DUPLICATE_KEY = 11000
 
 
@@ -84,7 +84,7 @@ class KeyReservations(FencedCollections):
     def _reserve_business_key(self, key: str, job_id: str, now: datetime) -> int:
         """Make ``job_id`` the (pending) holder of ``key``; returns the reservation's gen.
 
-        A reservation is never deleted: when its holder is no longer PENDING or RUNNING
+        A reservation is never deleted: when its holder is no longer PENDING, RUNNING or PAUSED
         (or vanished) the next taker bumps its ``gen`` through a transition token.
         """
         for _ in range(RETRIES):

@@ -43,6 +43,10 @@ def while_claimed(
     return decide
 
 
+#: The statuses ``cancel_job`` (and the cancels by tag and business key) take to CANCELED.
+_CANCELABLE = (JobStatus.PENDING.value, JobStatus.PAUSED.value)
+
+
 class OutcomeOperations(KeyReservations):
     """The fenced outcomes of a claim, cancel, and retry of a dead-lettered job."""
 
@@ -181,7 +185,7 @@ class OutcomeOperations(KeyReservations):
 
     def _cancel(self, job_id: str, doc: Doc | None = None) -> bool:
         def decide(job: Doc, now: datetime) -> dict[str, Any] | None:
-            if job["status"] != JobStatus.PENDING.value:
+            if job["status"] not in _CANCELABLE:
                 return None
             return {"status": JobStatus.CANCELED.value, "finished_at": now}
 
@@ -190,6 +194,25 @@ class OutcomeOperations(KeyReservations):
     @unavailable
     def cancel_job(self, job_id: str) -> bool:
         return self._cancel(job_id)
+
+    def _move(self, job_id: str, source: JobStatus, target: JobStatus) -> bool:
+        """``source`` → ``target``, fenced by ``rev`` like every transition, so a claim
+        that read the job before the move loses its own fenced write."""
+
+        def decide(job: Doc, _now: datetime) -> dict[str, Any] | None:
+            return {"status": target.value} if job["status"] == source.value else None
+
+        return self._job_cas(job_id, decide) is not None
+
+    @unavailable
+    def pause_job(self, job_id: str) -> bool:
+        """SupportsJobPause: PENDING → PAUSED."""
+        return self._move(job_id, JobStatus.PENDING, JobStatus.PAUSED)
+
+    @unavailable
+    def resume_job(self, job_id: str) -> bool:
+        """SupportsJobPause: PAUSED → PENDING, ``scheduled_at`` kept."""
+        return self._move(job_id, JobStatus.PAUSED, JobStatus.PENDING)
 
     @unavailable
     def cancel_running_job(self, job_id: str, claim_seq: int, *, message: str) -> bool:

@@ -98,7 +98,8 @@ class RecurringOperations(FencedCollections):
 
     def _cancel_matching(self, query: Doc) -> int:
         canceled = 0
-        for doc in self._jobs.find({**query, "status": JobStatus.PENDING.value}):
+        waiting = [JobStatus.PENDING.value, JobStatus.PAUSED.value]  # as cancel_job's
+        for doc in self._jobs.find({**query, "status": {"$in": waiting}}):
             if self._cancel(str(doc["_id"]), doc):
                 canceled += 1
         return canceled

@@ -171,7 +171,17 @@ WHERE {pairs};
 -- name: cancel_job
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status IN ('PENDING', 'PAUSED');
+
+-- name: pause_job
+-- A PENDING job only: the claim's own guard (status = 'PENDING') makes the two exclusive.
+UPDATE ratchet_job SET status = 'PAUSED', updated_at = UTC_TIMESTAMP(6)
 WHERE id = %(id)s AND status = 'PENDING';
+
+-- name: resume_job
+-- The scheduled time is kept: a job that came due while paused is due at once.
+UPDATE ratchet_job SET status = 'PENDING', updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'PAUSED';
 
 -- name: cancel_running_job
 -- The claim ends here: no outcome of this claim_seq matches status = 'RUNNING' again.
@@ -399,12 +409,12 @@ SELECT MAX(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = %(recurri
 -- name: cancel_by_business_key
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
-WHERE active_business_key = %(key)s AND status = 'PENDING';
+WHERE active_business_key = %(key)s AND status IN ('PENDING', 'PAUSED');
 
 -- name: cancel_by_tag
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
-WHERE status = 'PENDING' AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
+WHERE status IN ('PENDING', 'PAUSED') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
 
 -- name: save_recurring
 INSERT INTO ratchet_recurring (id, cron, zone, misfire, name, target, args_json, kwargs_json,

@@ -127,7 +127,7 @@ WHERE key = ANY(%(keys)s::text[]) ORDER BY key LIMIT 1;
 
 -- name: select_holder_of_any_business_key
 SELECT business_key, id FROM ratchet_job
-WHERE business_key = ANY(%(keys)s::text[]) AND status IN ('PENDING', 'RUNNING')
+WHERE business_key = ANY(%(keys)s::text[]) AND status IN ('PENDING', 'RUNNING', 'PAUSED')
 LIMIT 1;
 
 -- name: select_idempotency_key
@@ -135,7 +135,7 @@ SELECT job_id FROM ratchet_idempotency_key WHERE key = %(key)s;
 
 -- name: select_active_business_key
 SELECT {_job_columns} FROM ratchet_job
-WHERE business_key = %(key)s AND status IN ('PENDING', 'RUNNING');
+WHERE business_key = %(key)s AND status IN ('PENDING', 'RUNNING', 'PAUSED');
 
 -- name: select_business_key
 SELECT business_key FROM ratchet_job WHERE id = %(id)s;
@@ -354,7 +354,17 @@ WITH job AS (
 -- name: cancel_job
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE id = %(id)s AND status IN ('PENDING', 'PAUSED');
+
+-- name: pause_job
+-- A PENDING job only: the claim's own guard (status = 'PENDING') makes the two exclusive.
+UPDATE ratchet_job SET status = 'PAUSED', updated_at = statement_timestamp()
 WHERE id = %(id)s AND status = 'PENDING';
+
+-- name: resume_job
+-- The scheduled time is kept: a job that came due while paused is due at once.
+UPDATE ratchet_job SET status = 'PENDING', updated_at = statement_timestamp()
+WHERE id = %(id)s AND status = 'PAUSED';
 
 -- name: cancel_running_job
 -- The claim ends here: no outcome of this claim_seq matches status = 'RUNNING' again.
@@ -386,7 +396,7 @@ WHERE j.status = 'FAILED'
        OR j.id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s))
   AND (j.business_key IS NULL
        OR NOT EXISTS (SELECT 1 FROM ratchet_job a WHERE a.business_key = j.business_key
-                      AND a.status IN ('PENDING', 'RUNNING')))
+                      AND a.status IN ('PENDING', 'RUNNING', 'PAUSED')))
 ORDER BY j.finished_at, j.id
 LIMIT %(limit)s
 FOR UPDATE OF j SKIP LOCKED;
@@ -631,12 +641,12 @@ SELECT max(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = %(recurri
 -- name: cancel_by_business_key
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
-WHERE business_key = %(key)s AND status = 'PENDING';
+WHERE business_key = %(key)s AND status IN ('PENDING', 'PAUSED');
 
 -- name: cancel_by_tag
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
-WHERE status = 'PENDING' AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
+WHERE status IN ('PENDING', 'PAUSED') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
 
 -- name: save_recurring
 -- An upsert; %(tags)s is a JSON list, as for new jobs.

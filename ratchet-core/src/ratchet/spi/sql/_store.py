@@ -77,7 +77,9 @@ STATEMENTS = frozenset(
         "cancel_running_job",  # id, claim_seq (SupportsRunningCancel)
         "select_canceled",  # {ids} -> (id) of those CANCELED (SupportsRunningCancel)
         "close_execution",  # id, claim_seq, execution_status, message
-        "cancel_job",  # id
+        "cancel_job",  # id: a PENDING or PAUSED job
+        "pause_job",  # id: PENDING -> PAUSED (SupportsJobPause)
+        "resume_job",  # id: PAUSED -> PENDING (SupportsJobPause)
         "retry_failed_job",  # id
         # name, tag (each NULL: any), limit -> (id, business_key) of FAILED jobs whose key
         # no active job holds, oldest finished_at first, locked (SupportsBulkRetry)
@@ -112,8 +114,8 @@ STATEMENTS = frozenset(
         "close_stale_executions",  # grace, message, limit
         "skip_fire",  # recurring_id, fire_time: 1 when recorded, 0 when already there
         "last_fire",  # recurring_id -> (fire_time or NULL)
-        "cancel_by_business_key",  # key
-        "cancel_by_tag",  # tag
+        "cancel_by_business_key",  # key: PENDING or PAUSED jobs
+        "cancel_by_tag",  # tag: PENDING or PAUSED jobs
         "save_recurring",  # the recurring parameters of RowEncoder
         "select_recurring",  # -> definitions by id
         "delete_recurring",  # id
@@ -461,6 +463,15 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, JobStore):
 
     def cancel_job(self, job_id: str) -> bool:
         return self._update("cancel_job", {"id": job_id}) == 1
+
+    def pause_job(self, job_id: str) -> bool:
+        """SupportsJobPause: one guarded update; the claim's own status guard makes a
+        pause and a claim of the same job exclusive."""
+        return self._update("pause_job", {"id": job_id}) == 1
+
+    def resume_job(self, job_id: str) -> bool:
+        """SupportsJobPause: one guarded update, the scheduled time untouched."""
+        return self._update("resume_job", {"id": job_id}) == 1
 
     def cancel_running_job(self, job_id: str, claim_seq: int, *, message: str) -> bool:
         """SupportsRunningCancel: a fenced outcome to CANCELED, its execution FAILED."""

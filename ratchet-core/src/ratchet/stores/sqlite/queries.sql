@@ -31,7 +31,7 @@ SELECT business_key FROM ratchet_job WHERE id = :id;
 
 -- name: select_active_business_key
 SELECT {{job_columns}} FROM ratchet_job
-WHERE business_key = :key AND status IN ('PENDING', 'RUNNING');
+WHERE business_key = :key AND status IN ('PENDING', 'RUNNING', 'PAUSED');
 
 -- ===================================================================== claim
 
@@ -120,7 +120,17 @@ WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
 
 -- name: cancel_job
 UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
+WHERE id = :id AND status IN ('PENDING', 'PAUSED');
+
+-- name: pause_job
+-- A PENDING job only: the claim's own guard (status = 'PENDING') makes the two exclusive.
+UPDATE ratchet_job SET status = 'PAUSED', updated_at = :now
 WHERE id = :id AND status = 'PENDING';
+
+-- name: resume_job
+-- The scheduled time is kept: a job that came due while paused is due at once.
+UPDATE ratchet_job SET status = 'PENDING', updated_at = :now
+WHERE id = :id AND status = 'PAUSED';
 
 -- name: cancel_running_job
 -- The claim ends here: no outcome of this claim_seq matches status = 'RUNNING' again.
@@ -145,7 +155,7 @@ WHERE j.status = 'FAILED'
   AND (:tag IS NULL OR j.id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag))
   AND (j.business_key IS NULL
        OR NOT EXISTS (SELECT 1 FROM ratchet_job a WHERE a.business_key = j.business_key
-                      AND a.status IN ('PENDING', 'RUNNING')))
+                      AND a.status IN ('PENDING', 'RUNNING', 'PAUSED')))
 ORDER BY j.finished_at, j.id
 LIMIT :limit;
 
@@ -300,11 +310,11 @@ SELECT MAX(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = :recurrin
 
 -- name: cancel_by_business_key
 UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
-WHERE business_key = :key AND status = 'PENDING';
+WHERE business_key = :key AND status IN ('PENDING', 'PAUSED');
 
 -- name: cancel_by_tag
 UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
-WHERE status = 'PENDING' AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag);
+WHERE status IN ('PENDING', 'PAUSED') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag);
 
 -- name: save_recurring
 INSERT INTO ratchet_recurring (id, cron, zone, misfire, name, target, args_json, kwargs_json,
