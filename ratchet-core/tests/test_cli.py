@@ -72,7 +72,7 @@ def test_enqueue_list_show_retry_cancel(
     assert main(["dlq", "list"]) == 0
     assert failed in capsys.readouterr().out
     assert main(["jobs", "cancel", added]) == 1
-    assert "only PENDING or RUNNING jobs can be canceled" in capsys.readouterr().err
+    assert "only PENDING, PAUSED or RUNNING jobs can be canceled" in capsys.readouterr().err
     assert main(["jobs", "cancel", delayed]) == 0
     assert main(["dlq", "retry", failed]) == 0
     assert app.get_job(failed).status is JobStatus.PENDING  # type: ignore[union-attr]

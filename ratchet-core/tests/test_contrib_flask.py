@@ -18,6 +18,7 @@ from flask import Flask, current_app
 
 from conftest import BOUND, FAST, import_file, wait_until
 from ratchet import JobStatus, Ratchet
+from ratchet.contrib import flask as ratchet_flask
 from ratchet.contrib.flask import EXTENSION_KEY, RatchetFlask, options_from_config
 from ratchet.errors import ConfigurationError
 from ratchet_tck.servers import free_port
@@ -48,7 +49,8 @@ def flask_app(sqlite_url: str, **config: object) -> Flask:
 @pytest.fixture
 def extension(sqlite_url: str) -> Iterator[tuple[Flask, RatchetFlask]]:
     app = flask_app(sqlite_url)
-    jobs = RatchetFlask(app)
+    jobs = ratchet_flask.Ratchet(app)  # the extension's Flask-style name: RatchetFlask itself
+    assert isinstance(jobs, RatchetFlask)
     yield app, jobs
     jobs.ratchet.close()
 

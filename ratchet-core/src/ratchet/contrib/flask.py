@@ -2,11 +2,11 @@
 inside the Flask application context.
 
     from flask import Flask
-    from ratchet.contrib.flask import RatchetFlask
+    from ratchet.contrib.flask import Ratchet      # the extension (also: RatchetFlask)
 
     app = Flask(__name__)
     app.config["RATCHET_STORE_URL"] = "sqlite:///ratchet.db"
-    jobs = RatchetFlask(app)              # or RatchetFlask() and later jobs.init_app(app)
+    jobs = Ratchet(app)                   # or Ratchet() and later jobs.init_app(app)
 
     @jobs.ratchet.job
     def send_welcome(user_id: int) -> None:
@@ -37,7 +37,7 @@ import click
 from flask import Flask, current_app, has_app_context
 from flask.cli import AppGroup
 
-from ratchet._app import Ratchet
+from ratchet._app import Ratchet as RatchetApplication
 from ratchet._config import RatchetOptions, check_option
 from ratchet.errors import ConfigurationError
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from ratchet._context import JobContext
 
-__all__ = ["EXTENSION_KEY", "RatchetFlask", "options_from_config"]
+__all__ = ["EXTENSION_KEY", "Ratchet", "RatchetFlask", "options_from_config"]
 
 EXTENSION_KEY = "ratchet"
 """The key of ``app.extensions`` that holds an app's Ratchet application."""
@@ -90,9 +90,9 @@ class RatchetFlask:
     ``jobs.ratchet.close()`` when the process is done with it.
     """
 
-    def __init__(self, app: Flask | None = None, *, ratchet: Ratchet | None = None) -> None:
+    def __init__(self, app: Flask | None = None, *, ratchet: RatchetApplication | None = None) -> None:
         self._given = ratchet
-        self._ratchets: dict[Flask, Ratchet] = {}
+        self._ratchets: dict[Flask, RatchetApplication] = {}
         if app is not None:
             self.init_app(app)
 
@@ -105,7 +105,7 @@ class RatchetFlask:
                 f"(app.extensions[{EXTENSION_KEY!r}]); call init_app once per app."
             )
         if self._given is None:
-            ratchet = Ratchet(**options_from_config(app.config))
+            ratchet = RatchetApplication(**options_from_config(app.config))
         else:
             ratchet = self._given
             stray = sorted(key for key in app.config if key.startswith("RATCHET_"))
@@ -133,11 +133,11 @@ class RatchetFlask:
         app.cli.add_command(ratchet_cli)
 
     @property
-    def ratchet(self) -> Ratchet:
+    def ratchet(self) -> RatchetApplication:
         """The Ratchet application of the current Flask app (inside an app context), or
         of the one app this extension was initialised on."""
         if has_app_context() and current_app._get_current_object() in self._ratchets:  # type: ignore[attr-defined]  # LocalProxy's own method; the app itself is the key
-            ratchet: Ratchet = current_app.extensions[EXTENSION_KEY]
+            ratchet: RatchetApplication = current_app.extensions[EXTENSION_KEY]
             return ratchet
         if len(self._ratchets) == 1:
             return next(iter(self._ratchets.values()))
@@ -154,6 +154,12 @@ class RatchetFlask:
         )
 
 
+Ratchet = RatchetFlask
+"""The extension under the name Flask extensions go by (``Ratchet(app)``, ``init_app``):
+the same class as :class:`RatchetFlask`. Not :class:`ratchet.Ratchet`, the application
+it creates (``jobs.ratchet``)."""
+
+
 ratchet_cli = AppGroup("ratchet", help="Ratchet workers for this Flask app.")
 
 
@@ -162,5 +168,5 @@ ratchet_cli = AppGroup("ratchet", help="Ratchet workers for this Flask app.")
 @click.option("--burst", is_flag=True, help="Stop once no job is due.")
 def worker_command(concurrency: int | None, burst: bool) -> None:
     """Run a worker of this app's Ratchet until SIGINT/SIGTERM (then drain)."""
-    ratchet: Ratchet = current_app.extensions[EXTENSION_KEY]
+    ratchet: RatchetApplication = current_app.extensions[EXTENSION_KEY]
     ratchet.run_worker(concurrency=concurrency, burst=burst)
