@@ -3,8 +3,8 @@ at Django migration ``ratchet.0001_initial`` and store schema version 3 (what th
 release's ``migrate`` left) reaches the shipped store schema with ``migrate``, through
 ``ratchet.0002_archive_purge`` (and one at store schema 4 through
 ``ratchet.0003_job_query``, one at store schema 5 through ``ratchet.0004_flow_control``,
-one at store schema 6 through ``ratchet.0005_queues`` and one at store schema 7 through
-``ratchet.0006_paused_jobs``). Run in subprocesses with the example project's settings
+one at store schema 6 through ``ratchet.0005_queues``, one at store schema 7 through
+``ratchet.0006_paused_jobs`` and one at store schema 8 through ``ratchet.0007_chains``). Run in subprocesses with the example project's settings
 (examples/django, a temporary SQLite file), as Django's settings are process-wide.
 """
 
@@ -129,10 +129,13 @@ def _job_table_sql(conn: sqlite3.Connection) -> str:
         (6, "0004_flow_control", "0005_queues", {"ratchet_paused_queue"}, "queue"),
         # 0006: the PAUSED status of store migration 8
         (7, "0005_queues", "0006_paused_jobs", set(), "'PAUSED'"),
+        # 0007: the depends_on column of store migration 9
+        (8, "0006_paused_jobs", "0007_chains", {"ratchet_job_depends_on"}, "depends_on"),
     ],
 )
 def test_migrate_brings_a_later_install_to_the_shipped_schema(
     tmp_path: Path,
+    *,
     version: int,
     recorded: str,
     applied: str,

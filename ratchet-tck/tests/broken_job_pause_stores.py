@@ -58,7 +58,11 @@ class CancelSkipsPausedStore(SQLiteJobStore):
     """Cancels PENDING jobs only: a PAUSED job cannot be canceled."""
 
     statements = SQLiteJobStore.statements.replacing(
-        cancel_job=changed(sql.CANCEL_JOB, "status IN ('PENDING', 'PAUSED')", "status = 'PENDING'")
+        cancel_job=changed(
+            sql.CANCEL_JOB,
+            "status IN ('PENDING', 'PAUSED', 'WAITING')",
+            "status IN ('PENDING', 'WAITING')",
+        )
     )
 
 
@@ -67,7 +71,9 @@ class CancelByTagSkipsPausedStore(SQLiteJobStore):
 
     statements = SQLiteJobStore.statements.replacing(
         cancel_by_tag=changed(
-            sql.CANCEL_BY_TAG, "status IN ('PENDING', 'PAUSED')", "status = 'PENDING'"
+            sql.CANCEL_BY_TAG,
+            "status IN ('PENDING', 'PAUSED', 'WAITING')",
+            "status IN ('PENDING', 'WAITING')",
         )
     )
 

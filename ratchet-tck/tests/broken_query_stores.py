@@ -54,7 +54,8 @@ class QueryStatusIgnoredUnderNameStore(SQLiteJobStore):
     statements = SQLiteJobStore.statements.replacing(
         query_jobs_by_name=changed(
             sql.QUERY_JOBS_BY_NAME,
-            " AND +status IN (:status_0, :status_1, :status_2, :status_3, :status_4, :status_5)",
+            " AND +status IN (:status_0, :status_1, :status_2, :status_3, :status_4, :status_5,"
+            " :status_6)",
         )
     )
 

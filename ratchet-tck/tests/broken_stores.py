@@ -7,8 +7,8 @@ first ones live here; the mutation catalogue continues in ``broken_queue_stores.
 ``broken_job_log_stores.py``, ``broken_retry_stores.py``, ``broken_archive_stores.py``,
 ``broken_rewrite_stores.py``, ``broken_query_stores.py``, ``broken_snooze_stores.py``,
 ``broken_running_cancel_stores.py``, ``broken_resource_permit_stores.py``,
-``broken_recurring_pause_stores.py``, ``broken_named_queue_stores.py`` and
-``broken_job_pause_stores.py`` for optional
+``broken_recurring_pause_stores.py``, ``broken_named_queue_stores.py``,
+``broken_job_pause_stores.py`` and ``broken_chain_stores.py`` for optional
 capabilities. :func:`named` finds a store in any of them, and the baseline
 ``ReferenceStore`` of ``reference_stores.py``.
 """
@@ -22,6 +22,7 @@ from typing import Any
 
 import broken_archive_stores
 import broken_capability_stores
+import broken_chain_stores
 import broken_cluster_stores
 import broken_detail_stores
 import broken_job_log_stores
@@ -62,6 +63,7 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_recurring_pause_stores,
         broken_named_queue_stores,
         broken_job_pause_stores,
+        broken_chain_stores,
         reference_stores,
     )
     for module in modules:

@@ -336,6 +336,19 @@ CATALOGUE = [
         "test_the_cancels_by_tag_and_by_business_key_take_paused_jobs",
     ),
     ("PauseReadThenWriteStore", "test_a_pause_and_a_claim_of_the_same_job_exclude_each_other"),
+    # chains (SupportsChains)
+    ("StepStoredPendingStore", "test_a_dependent_job_waits_unclaimed_and_names_its_predecessor"),
+    (
+        "SuccessReleasesNothingStore",
+        "test_the_success_of_a_step_releases_the_next_in_the_same_write",
+    ),
+    ("ReleaseKeepsItsTimeStore", "test_the_success_of_a_step_releases_the_next_in_the_same_write"),
+    ("StaleCompletionReleasesStore", "test_a_refused_or_failed_outcome_releases_nothing"),
+    ("BatchReleasesNothingStore", "test_a_batch_of_completions_releases_each_ones_dependents"),
+    ("CancelOneLevelStore", "test_cancel_dependents_cancels_every_later_step_and_nothing_else"),
+    ("CancelUnguardedStore", "test_cancel_dependents_cancels_every_later_step_and_nothing_else"),
+    ("SettleCancelsEverythingStore", "test_settling_finishes_what_a_crash_between_writes_left"),
+    ("SettleBehindActiveStore", "test_settling_finishes_what_a_crash_between_writes_left"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -406,6 +419,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     import broken_archive_stores
     import broken_capability_stores
+    import broken_chain_stores
     import broken_cluster_stores
     import broken_detail_stores
     import broken_job_log_stores
@@ -442,6 +456,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_recurring_pause_stores,
             broken_named_queue_stores,
             broken_job_pause_stores,
+            broken_chain_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

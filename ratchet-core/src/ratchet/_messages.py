@@ -12,6 +12,7 @@ __all__ = [
     "ORPHAN_RECOVERED_MESSAGE",
     "STALE_EXECUTION_MESSAGE",
     "UNSTARTED_RECOVERED_MESSAGE",
+    "dependency_failed_message",
 ]
 
 ORPHAN_RECOVERED_MESSAGE = (
@@ -32,3 +33,9 @@ CRASH_LIMIT_MESSAGE = (
     "Crash redelivery limit reached: the nodes running this job stopped {count} times "
     "before it finished, so it was moved to the dead-letter queue."
 )
+
+
+def dependency_failed_message(job_id: str) -> str:
+    """The ``last_error`` of a chain step canceled because ``job_id``, a step before it,
+    failed or was canceled (``SupportsChains.cancel_dependents``)."""
+    return f"Canceled: job {job_id}, which this job depends on, did not succeed."

@@ -48,9 +48,14 @@ class JobStatus(enum.StrEnum):
     CANCELED = "CANCELED"
     PAUSED = "PAUSED"
     """A PENDING job an operator paused (``app.pause_job``): not claimed until resumed."""
+    WAITING = "WAITING"
+    """A chain step waiting for the job it depends on (``Job.depends_on``) to succeed:
+    not claimed until then, canceled if that job fails or is canceled."""
 
 
-ACTIVE_STATUSES = frozenset({JobStatus.PENDING, JobStatus.RUNNING, JobStatus.PAUSED})
+ACTIVE_STATUSES = frozenset(
+    {JobStatus.PENDING, JobStatus.RUNNING, JobStatus.PAUSED, JobStatus.WAITING}
+)
 """Statuses that hold a business key (a job that will still run, or is running)."""
 
 TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELED})
@@ -123,6 +128,10 @@ class NewJob:
     """The queue the job waits in (checked by :func:`ratchet.spi.check_queue_name`).
     Workers serve every queue or those they name; a store without
     :class:`~ratchet.spi.SupportsQueues` only ever sees :data:`DEFAULT_QUEUE`."""
+    depends_on: str | None = None
+    """The id of the job this one waits for (a chain's previous step, enqueued before it or
+    earlier in the same batch): the job is stored WAITING and released by that job's
+    success (:class:`~ratchet.spi.SupportsChains`; other stores refuse it)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -165,6 +174,8 @@ class Job:
     started_at: datetime | None
     finished_at: datetime | None
     queue: str = DEFAULT_QUEUE
+    depends_on: str | None = None
+    """The job this one waited for, in a chain (``None`` outside chains)."""
 
     @property
     def priority_name(self) -> str:

@@ -90,7 +90,9 @@ class RatchetFlask:
     ``jobs.ratchet.close()`` when the process is done with it.
     """
 
-    def __init__(self, app: Flask | None = None, *, ratchet: RatchetApplication | None = None) -> None:
+    def __init__(
+        self, app: Flask | None = None, *, ratchet: RatchetApplication | None = None
+    ) -> None:
         self._given = ratchet
         self._ratchets: dict[Flask, RatchetApplication] = {}
         if app is not None:

@@ -37,6 +37,7 @@ from ratchet._messages import (
     ORPHAN_RECOVERED_MESSAGE,
     STALE_EXECUTION_MESSAGE,
     UNSTARTED_RECOVERED_MESSAGE,
+    dependency_failed_message,
 )
 from ratchet._redact import redact
 from ratchet._types import (
@@ -80,6 +81,7 @@ from ratchet.spi._capabilities import (
     SupportsAsyncEnqueue,
     SupportsBatchCompletion,
     SupportsBulkRetry,
+    SupportsChains,
     SupportsEnqueueHints,
     SupportsJobLogs,
     SupportsJobPause,
@@ -215,6 +217,7 @@ __all__ = [
     "SupportsBatchCompletion",
     "SupportsBulkRetry",
     "SupportsCancelHints",
+    "SupportsChains",
     "SupportsCompletionHints",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
@@ -244,6 +247,7 @@ __all__ = [
     "check_resource_name",
     "dead_letter_error_type",
     "decode_envelope",
+    "dependency_failed_message",
     "encode_envelope",
     "ensure_database_main",
     "get_logger",

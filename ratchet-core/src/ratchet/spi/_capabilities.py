@@ -28,6 +28,7 @@ __all__ = [
     "SupportsAsyncEnqueue",
     "SupportsBatchCompletion",
     "SupportsBulkRetry",
+    "SupportsChains",
     "SupportsEnqueueHints",
     "SupportsJobLogs",
     "SupportsJobPause",
@@ -380,6 +381,48 @@ class SupportsQueues(Protocol):
         """Every queue that has PENDING or RUNNING jobs, or is paused, sorted by name,
         with those two counts (PENDING counts due and future jobs alike). A read for
         operators: it may scan the active jobs."""
+        ...
+
+
+@runtime_checkable
+class SupportsChains(Protocol):
+    """A store that keeps chains of jobs (``app.builder(a).then(b).then(c)``); without it
+    a job naming a predecessor cannot be stored.
+
+    A job enqueued with :attr:`NewJob.depends_on <ratchet.spi.NewJob.depends_on>` (the id
+    of its predecessor, enqueued before it or earlier in the same batch) must be stored
+    WAITING with that link (``Job.depends_on``), and no claim takes a WAITING job. The
+    write that records the predecessor's success (``complete_job``, and each completion
+    ``complete_jobs`` records) must also move its WAITING dependents to PENDING, due at the
+    database time of that write, **in the same transaction**, so no crash can leave a
+    succeeded step with its next step waiting; a stale or refused completion, a retry
+    and a failure release nothing. (A store that cannot span two documents with one
+    transaction releases them right after, and :meth:`settle_waiting_jobs` must then
+    finish what a crash in between left.)
+
+    A WAITING job holds its business key like a PENDING one; ``cancel_job``,
+    ``cancel_by_tag`` and ``cancel_by_business_key`` cancel it; recovery, archiving,
+    pausing and retries leave it alone.
+    """
+
+    def cancel_dependents(self, job_id: str) -> list[str]:
+        """Cancel every WAITING job that depends on ``job_id``, directly or through other
+        WAITING jobs (the whole rest of its chain), with ``finished_at`` at database-now
+        and a ``last_error`` naming ``job_id``; the ids canceled. Jobs not WAITING are
+        untouched. Called once ``job_id`` failed for good or was canceled; calling it
+        again cancels nothing more."""
+        ...
+
+    def settle_waiting_jobs(self, *, limit: int) -> int:
+        """Housekeeping: release (PENDING, due now) the WAITING jobs whose predecessor
+        SUCCEEDED, and cancel (as :meth:`cancel_dependents` does) those whose predecessor
+        FAILED, was CANCELED or no longer exists, at most ``limit`` of them; the number
+        changed. Jobs behind an active predecessor are untouched. Each change is guarded
+        by the job still being WAITING, so concurrent callers change each job once."""
+        ...
+
+    def dependents(self, job_id: str) -> list[Job]:
+        """Every job whose ``depends_on`` is ``job_id``, in any status, oldest first."""
         ...
 
 

@@ -8,13 +8,15 @@ value type from it. Column orders (a store's SELECTs must follow them):
 * job: id, name, target, args_json, kwargs_json, status, priority, attempts, max_retries,
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
   business_key, idempotency_key, tags, params, recurring_id, result_json, result_type,
-  last_error, scheduled_at, created_at, started_at, finished_at[, updated_at, queue]
+  last_error, scheduled_at, created_at, started_at, finished_at[, updated_at, queue,
+  depends_on]
 * claimed job: id, name, target, args_json, kwargs_json, priority, attempts, max_retries,
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key,
   idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries[, queue]
 
 The columns in brackets are optional: a row without ``queue`` (a store without
-``SupportsQueues``) reads as the queue ``"default"``.
+``SupportsQueues``) reads as the queue ``"default"``, one without ``depends_on`` (a store
+without ``SupportsChains``) as a job outside any chain.
 * execution: job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 * node: node_id, started_at, heartbeat_at
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
@@ -123,6 +125,7 @@ class RowDecoder:
             started_at=self._time_or_none(row[26]),
             finished_at=self._time_or_none(row[27]),
             queue=self.text(row[29]) if len(row) > 29 else DEFAULT_QUEUE,
+            depends_on=self._text_or_none(row[30]) if len(row) > 30 else None,
         )
 
     def claimed_job(

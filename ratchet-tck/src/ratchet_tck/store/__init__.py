@@ -31,6 +31,7 @@ from ratchet_tck.store.async_enqueue import AsyncEnqueueContracts
 from ratchet_tck.store.atomicity import AtomicityContracts
 from ratchet_tck.store.batch import BatchCompletionContracts
 from ratchet_tck.store.bulk_retry import BulkRetryContracts
+from ratchet_tck.store.chains import ChainContracts
 from ratchet_tck.store.claim import ClaimContracts
 from ratchet_tck.store.cluster import LockContracts, NodeContracts, RecoveryContracts
 from ratchet_tck.store.crud import CrudContracts
@@ -114,6 +115,7 @@ class JobStoreSuite(
     RecurringPauseContracts,
     QueueContracts,
     JobPauseContracts,
+    ChainContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

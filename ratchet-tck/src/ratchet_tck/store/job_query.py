@@ -23,6 +23,7 @@ from ratchet.spi import (
     JobQuery,
     JobStatus,
     JobStore,
+    SupportsChains,
     SupportsJobPause,
     SupportsJobQuery,
 )
@@ -100,9 +101,11 @@ class JobQueryContracts(StoreSuiteBase):
         self, store: JobStore, status: JobStatus, *, error: str = "boom", **overrides: Any
     ) -> str:
         """A fresh job in ``status``: RUNNING (claimed), SUCCEEDED, FAILED with ``error``,
-        or CANCELED; PENDING is a plain enqueue, PAUSED one paused (``SupportsJobPause``)."""
+        or CANCELED; PENDING is a plain enqueue, PAUSED one paused (``SupportsJobPause``),
+        WAITING one enqueued with the ``depends_on`` given (``SupportsChains``)."""
         overrides.setdefault("id", query_id())
-        if status is JobStatus.PENDING:
+        if status in (JobStatus.PENDING, JobStatus.WAITING):
+            assert (status is JobStatus.WAITING) == ("depends_on" in overrides)
             return self.spaced(store, **overrides)
         if status is JobStatus.PAUSED:
             job_id = self.spaced(store, **overrides)
@@ -154,12 +157,19 @@ class JobQueryContracts(StoreSuiteBase):
         branch read although its status was not asked for lists its jobs anyway).
         """
         queries = query_store(store)
+        optional = {JobStatus.PAUSED: SupportsJobPause, JobStatus.WAITING: SupportsChains}
         statuses = [
             status
             for status in JobStatus
-            if status is not JobStatus.PAUSED or isinstance(store, SupportsJobPause)
+            if status not in optional or isinstance(store, optional[status])
         ]
-        by_status = {status: self.ended(store, status) for status in statuses}
+        by_status: dict[JobStatus, str] = {}
+        for status in statuses:  # PENDING first: the WAITING job depends on it
+            if status is JobStatus.WAITING:
+                waiting = self.ended(store, status, depends_on=by_status[JobStatus.PENDING])
+                by_status[status] = waiting
+            else:
+                by_status[status] = self.ended(store, status)
         every = newest_first(store, by_status.values())
         assert listed(queries) == every, "no statuses: every job"
         for status, job_id in by_status.items():

@@ -3,9 +3,10 @@
 Contract kept (``ratchet.spi.JobQueue.enqueue``): an idempotency key is unique forever.
 Its document names the job that took it first and outlives that job's archiving and
 purging; only the enqueue that took it may delete it, when undoing itself. A business key
-belongs to at most one PENDING, RUNNING or PAUSED job at a time, also under concurrent enqueues
-from several nodes. A conflict raises :class:`~ratchet.errors.DuplicateIdempotencyKeyError`
-or :class:`~ratchet.errors.BusinessKeyConflictError` naming the holder.
+belongs to at most one active job (PENDING, RUNNING, PAUSED or WAITING) at a time, also
+under concurrent enqueues from several nodes. A conflict raises
+:class:`~ratchet.errors.DuplicateIdempotencyKeyError` or
+:class:`~ratchet.errors.BusinessKeyConflictError` naming the holder.
 
 A business-key reservation (``ratchet_business_key``) is never deleted: it is taken over
 through a transition token on its ``gen`` once its holder is no longer active. While its
@@ -22,7 +23,7 @@ from datetime import datetime
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from ratchet.errors import BusinessKeyConflictError, StoreUnavailableError
-from ratchet.spi import JobStatus, business_key_held, idempotency_key_used
+from ratchet.spi import ACTIVE_STATUSES, business_key_held, idempotency_key_used
 from ratchet_store_mongodb._fencing import RETRIES, Doc, FencedCollections, ms
 from ratchet_store_mongodb._rows import aware
 
@@ -32,7 +33,7 @@ __all__ = ["ACTIVE", "PENDING_RESERVATION_SECONDS", "KeyReservations"]
 #: before its job document exists.
 PENDING_RESERVATION_SECONDS = 60.0
 #: The statuses in which a job holds its business key.
-ACTIVE = (JobStatus.PENDING.value, JobStatus.RUNNING.value, JobStatus.PAUSED.value)
+ACTIVE = tuple(status.value for status in ACTIVE_STATUSES)
 _DUPLICATE_KEY = 11000
 
 
@@ -84,7 +85,7 @@ class KeyReservations(FencedCollections):
     def _reserve_business_key(self, key: str, job_id: str, now: datetime) -> int:
         """Make ``job_id`` the (pending) holder of ``key``; returns the reservation's gen.
 
-        A reservation is never deleted: when its holder is no longer PENDING, RUNNING or PAUSED
+        A reservation is never deleted: when its holder is no longer active
         (or vanished) the next taker bumps its ``gen`` through a transition token.
         """
         for _ in range(RETRIES):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo import ASCENDING
 
@@ -44,11 +44,16 @@ def while_claimed(
 
 
 #: The statuses ``cancel_job`` (and the cancels by tag and business key) take to CANCELED.
-_CANCELABLE = (JobStatus.PENDING.value, JobStatus.PAUSED.value)
+_CANCELABLE = (JobStatus.PENDING.value, JobStatus.PAUSED.value, JobStatus.WAITING.value)
 
 
 class OutcomeOperations(KeyReservations):
     """The fenced outcomes of a claim, cancel, and retry of a dead-lettered job."""
+
+    if TYPE_CHECKING:
+        # Supplied by ChainOperations; declared for the type checker only, so that it
+        # never shadows the real method in the composed store.
+        def _release_dependents(self, job_id: str) -> int: ...
 
     def _close_execution(
         self,
@@ -90,7 +95,9 @@ class OutcomeOperations(KeyReservations):
     def complete_job(
         self, job_id: str, claim_seq: int, *, result_json: str | None, result_type: str | None
     ) -> bool:
-        return self._fenced_outcome(
+        """The fenced success, then the release of the chain steps waiting for it (a crash
+        in between is settled by ``settle_waiting_jobs``: ``_chains``)."""
+        completed = self._fenced_outcome(
             job_id,
             claim_seq,
             lambda job, now: {
@@ -104,6 +111,9 @@ class OutcomeOperations(KeyReservations):
             ExecutionStatus.SUCCEEDED,
             None,
         )
+        if completed:
+            self._release_dependents(job_id)
+        return completed
 
     @unavailable
     def mark_started(self, job_id: str, claim_seq: int) -> bool:

@@ -98,7 +98,7 @@ class RecurringOperations(FencedCollections):
 
     def _cancel_matching(self, query: Doc) -> int:
         canceled = 0
-        waiting = [JobStatus.PENDING.value, JobStatus.PAUSED.value]  # as cancel_job's
+        waiting = [JobStatus.PENDING.value, JobStatus.PAUSED.value, JobStatus.WAITING.value]
         for doc in self._jobs.find({**query, "status": {"$in": waiting}}):
             if self._cancel(str(doc["_id"]), doc):
                 canceled += 1

@@ -62,7 +62,8 @@ def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str,
         "target": job.target,
         "args_json": job.args_json,
         "kwargs_json": job.kwargs_json,
-        "status": JobStatus.PENDING.value,
+        # A chain step waits for its predecessor (SupportsChains).
+        "status": (JobStatus.PENDING if job.depends_on is None else JobStatus.WAITING).value,
         "priority": int(job.priority),
         "attempts": 0,
         "max_retries": job.max_retries,
@@ -90,6 +91,7 @@ def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str,
         "updated_at": now,
         "rev": 0,
         "queue": job.queue,
+        "depends_on": job.depends_on,
     }
 
 
@@ -134,6 +136,7 @@ def job_from_doc(doc: Doc) -> Job:
         started_at=_maybe(doc.get("started_at")),
         finished_at=_maybe(doc.get("finished_at")),
         queue=queue_of(doc),
+        depends_on=doc.get("depends_on"),
     )
 
 

@@ -82,6 +82,8 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel(
             [("status", ASCENDING), ("finished_at", ASCENDING)], name="ratchet_job_finished"
         ),
+        # Chains (SupportsChains): a success finds the steps waiting for it.
+        IndexModel([("depends_on", ASCENDING)], name="ratchet_job_depends_on"),
         # Job queries (SupportsJobQuery): one filter's jobs, newest first, a page at a time.
         *(
             IndexModel(

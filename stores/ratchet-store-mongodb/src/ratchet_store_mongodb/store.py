@@ -22,7 +22,9 @@ the database clock to the parts:
 * ``_queries``: filtered listings, dead-letter groups, execution counts (``SupportsJobQuery``);
 * ``_permits``: cluster-wide resource permits (``SupportsResourcePermits``);
 * ``_queues``: paused queues and per-queue counts (``SupportsQueues``; every job document
-  keeps its ``queue``, and one written before queues existed reads as ``"default"``).
+  keeps its ``queue``, and one written before queues existed reads as ``"default"``);
+* ``_chains``: the release after a success, the cancel of a failed step's dependents, the
+  settling scan and the dependents (``SupportsChains``).
 
 ``_recurring`` also pauses schedules (``SupportsRecurringPause``).
 
@@ -46,6 +48,7 @@ from ratchet.errors import StoreUnavailableError
 from ratchet.spi import JobStore
 from ratchet_store_mongodb import _schema as s
 from ratchet_store_mongodb._archive import ArchiveOperations
+from ratchet_store_mongodb._chains import ChainOperations
 from ratchet_store_mongodb._claim import ClaimOperations
 from ratchet_store_mongodb._cluster import ClusterOperations
 from ratchet_store_mongodb._enqueue import EnqueueOperations
@@ -77,6 +80,7 @@ class MongoDBJobStore(
     QueryOperations,
     PermitOperations,
     QueueOperations,
+    ChainOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""

@@ -56,4 +56,9 @@ def complete_locked(cursor: Cursor, completions: Sequence[Completion]) -> set[st
         statement("close_executions", pairs=pairs),
         [now, *(v for c in matched for v in (c.job_id, c.claim_seq))],
     )
-    return {c.job_id for c in matched}
+    # The chain steps waiting for these successes become due (SupportsChains).
+    done = [c.job_id for c in matched]
+    cursor.execute(
+        statement("release_dependents_of", ids=placeholders(len(done))), [now, now, *done]
+    )
+    return set(done)

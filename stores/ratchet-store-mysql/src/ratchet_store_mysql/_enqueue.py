@@ -52,9 +52,9 @@ ER_DUP_ENTRY = 1062
 
 # The parameters of JOB_ROW, in its order, from RowEncoder.new_job.
 _JOB_VALUES = itemgetter(
-    "id", "name", "target", "args_json", "kwargs_json", "priority", "max_retries", "backoff",
-    "backoff_ms", "timeout_seconds", "business_key", "idempotency_key", "tags", "params",
-    "recurring_id", "scheduled_at", "delay", "queue",
+    "id", "name", "target", "args_json", "kwargs_json", "status", "priority", "max_retries",
+    "backoff", "backoff_ms", "timeout_seconds", "business_key", "idempotency_key", "tags",
+    "params", "recurring_id", "scheduled_at", "delay", "queue", "depends_on",
 )  # fmt: skip
 
 # "Duplicate entry 'x' for key 'name'" (MariaDB) or "... for key 'table.name'" (MySQL 8).

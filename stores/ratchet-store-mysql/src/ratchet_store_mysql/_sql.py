@@ -46,7 +46,7 @@ JOB_COLUMNS = (
     "backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at, "
     "business_key, idempotency_key, tags_json, params_json, recurring_id, result_json, "
     "result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at, "
-    "queue"
+    "queue, depends_on"
 )
 
 
@@ -121,9 +121,9 @@ def placeholders(count: int, row: str = "%s") -> str:
 # The VALUES rows of insert_jobs, insert_idempotency_keys, insert_tags and open_executions.
 # JOB_ROW takes RowEncoder.new_job's values in their order (see _enqueue.JOB_PARAMETERS).
 JOB_ROW = (
-    "(%s, %s, %s, %s, %s, 'PENDING', %s, 0, %s, %s, %s, %s, 0, 0, NULL, NULL, %s, %s, %s, %s, "
+    "(%s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s, 0, 0, NULL, NULL, %s, %s, %s, %s, "
     "%s, NULL, NULL, NULL, COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), "
-    "UTC_TIMESTAMP(6), NULL, NULL, UTC_TIMESTAMP(6), %s)"
+    "UTC_TIMESTAMP(6), NULL, NULL, UTC_TIMESTAMP(6), %s, %s)"
 )
 IDEMPOTENCY_KEY_ROW = "(%s, %s, UTC_TIMESTAMP(6))"
 TAG_ROW = "(%s, %s)"

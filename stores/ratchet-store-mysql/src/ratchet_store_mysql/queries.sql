@@ -171,7 +171,7 @@ WHERE {pairs};
 -- name: cancel_job
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
-WHERE id = %(id)s AND status IN ('PENDING', 'PAUSED');
+WHERE id = %(id)s AND status IN ('PENDING', 'PAUSED', 'WAITING');
 
 -- name: pause_job
 -- A PENDING job only: the claim's own guard (status = 'PENDING') makes the two exclusive.
@@ -409,12 +409,12 @@ SELECT MAX(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = %(recurri
 -- name: cancel_by_business_key
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
-WHERE active_business_key = %(key)s AND status IN ('PENDING', 'PAUSED');
+WHERE active_business_key = %(key)s AND status IN ('PENDING', 'PAUSED', 'WAITING');
 
 -- name: cancel_by_tag
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
-WHERE status IN ('PENDING', 'PAUSED') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
+WHERE status IN ('PENDING', 'PAUSED', 'WAITING') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
 
 -- name: save_recurring
 INSERT INTO ratchet_recurring (id, cron, zone, misfire, name, target, args_json, kwargs_json,
@@ -730,3 +730,44 @@ FROM ratchet_resource_permit AS p
 JOIN ratchet_job AS j ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
 WHERE p.resource = %(resource)s
 ORDER BY p.acquired_at, p.job_id;
+
+-- ===================================================================== chains
+
+-- name: release_dependents
+-- A success releases the chain steps waiting for it, in the success's transaction. Every
+-- locking statement here names its index: a locking scan of a small table would lock
+-- every row it reads (see lock_candidates).
+UPDATE ratchet_job FORCE INDEX (ratchet_job_depends_on) SET status = 'PENDING', scheduled_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE depends_on = %(id)s AND status = 'WAITING';
+
+-- name: release_dependents_of
+-- complete_jobs' release: the positional form (the batch's time twice, then {ids}).
+UPDATE ratchet_job FORCE INDEX (ratchet_job_depends_on)
+SET status = 'PENDING', scheduled_at = %s, updated_at = %s
+WHERE depends_on IN ({ids}) AND status = 'WAITING';
+
+-- name: select_waiting_dependents
+SELECT id FROM ratchet_job WHERE depends_on IN ({ids}) AND status = 'WAITING';
+
+-- name: cancel_waiting
+UPDATE ratchet_job FORCE INDEX (PRIMARY)
+SET status = 'CANCELED', last_error = %(message)s, finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE id IN ({ids}) AND status = 'WAITING';
+
+-- name: release_waiting
+UPDATE ratchet_job FORCE INDEX (PRIMARY) SET status = 'PENDING', scheduled_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE id IN ({ids}) AND status = 'WAITING';
+
+-- name: select_settleable
+-- WAITING steps whose predecessor ended (or is gone), with the predecessor's status
+-- (NULL when it is in neither table): what a crash between two writes left.
+SELECT w.id, w.depends_on, COALESCE(p.status, a.status) FROM ratchet_job w
+LEFT JOIN ratchet_job p ON p.id = w.depends_on
+LEFT JOIN ratchet_job_archive a ON a.id = w.depends_on
+WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL
+  AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
+ORDER BY w.id
+LIMIT %(limit)s;
+
+-- name: select_dependents
+SELECT {{job_columns}} FROM ratchet_job WHERE depends_on = %(id)s ORDER BY created_at, id;

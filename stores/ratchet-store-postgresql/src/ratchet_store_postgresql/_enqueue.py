@@ -87,7 +87,8 @@ COPY_THRESHOLD = 64
 
 
 def _plain(job: NewJob) -> bool:
-    return not job.tags and job.idempotency_key is None
+    # COPY writes PENDING rows of no chain: a chain step takes the statement path.
+    return not job.tags and job.idempotency_key is None and job.depends_on is None
 
 
 def _copyable(chunk: Sequence[NewJob]) -> bool:

@@ -18,7 +18,7 @@ id, name, target, args_json, kwargs_json, status, priority, attempts, max_retrie
 backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
 business_key, idempotency_key, tags, params, recurring_id, result_json,
 result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at,
-queue
+queue, depends_on
 
 -- name: now
 SELECT statement_timestamp();
@@ -38,10 +38,10 @@ WITH batch AS (
         %(backoff)s::text[], %(backoff_ms)s::bigint[], %(timeout_seconds)s::float8[],
         %(business_key)s::text[], %(idempotency_key)s::text[], %(tags)s::text[],
         %(params)s::text[], %(recurring_id)s::text[], %(scheduled_at)s::timestamptz[],
-        %(delay)s::float8[], %(queue)s::text[]
+        %(delay)s::float8[], %(queue)s::text[], %(status)s::text[], %(depends_on)s::text[]
     ) AS b (id, name, target, args_json, kwargs_json, priority, max_retries, backoff,
             backoff_ms, timeout_seconds, business_key, idempotency_key, tags_json,
-            params_json, recurring_id, scheduled_at, delay_seconds, queue)
+            params_json, recurring_id, scheduled_at, delay_seconds, queue, status, depends_on)
 ),
 reserved AS (
     INSERT INTO ratchet_idempotency_key (key, job_id, created_at)
@@ -50,14 +50,14 @@ reserved AS (
 ),
 inserted AS (
     INSERT INTO ratchet_job ({_job_columns})
-    SELECT id, name, target, args_json, kwargs_json, 'PENDING', priority, 0, max_retries,
+    SELECT id, name, target, args_json, kwargs_json, status, priority, 0, max_retries,
            backoff, backoff_ms, timeout_seconds, 0, 0, NULL, NULL, business_key,
            idempotency_key,
            ARRAY(SELECT jsonb_array_elements_text(tags_json::jsonb)),
            params_json::jsonb, recurring_id, NULL, NULL, NULL,
            COALESCE(scheduled_at,
                     statement_timestamp() + make_interval(secs => delay_seconds)),
-           statement_timestamp(), NULL, NULL, statement_timestamp(), queue
+           statement_timestamp(), NULL, NULL, statement_timestamp(), queue, depends_on
     FROM batch
     RETURNING id
 ),
@@ -85,13 +85,14 @@ SELECT count(*), pg_notify(%(hint_channel)s, %(hint_payload)s) FROM inserted;
 -- One job without tags or an idempotency key: a plain INSERT, about half the server time
 -- of the array form above. A held business key raises the same unique_violation.
 INSERT INTO ratchet_job ({_job_columns})
-VALUES (%(id)s, %(name)s, %(target)s, %(args_json)s, %(kwargs_json)s, 'PENDING',
+VALUES (%(id)s, %(name)s, %(target)s, %(args_json)s, %(kwargs_json)s, %(status)s,
         %(priority)s, 0, %(max_retries)s, %(backoff)s, %(backoff_ms)s,
         %(timeout_seconds)s, 0, 0, NULL, NULL, %(business_key)s, NULL, '{}',
         %(params)s::jsonb, %(recurring_id)s, NULL, NULL, NULL,
         COALESCE(%(scheduled_at)s::timestamptz,
                  statement_timestamp() + make_interval(secs => %(delay)s::float8)),
-        statement_timestamp(), NULL, NULL, statement_timestamp(), %(queue)s)
+        statement_timestamp(), NULL, NULL, statement_timestamp(), %(queue)s,
+        %(depends_on)s)
 
 -- name: enqueue_one
 {_insert_one_job};
@@ -127,7 +128,7 @@ WHERE key = ANY(%(keys)s::text[]) ORDER BY key LIMIT 1;
 
 -- name: select_holder_of_any_business_key
 SELECT business_key, id FROM ratchet_job
-WHERE business_key = ANY(%(keys)s::text[]) AND status IN ('PENDING', 'RUNNING', 'PAUSED')
+WHERE business_key = ANY(%(keys)s::text[]) AND status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING')
 LIMIT 1;
 
 -- name: select_idempotency_key
@@ -135,7 +136,7 @@ SELECT job_id FROM ratchet_idempotency_key WHERE key = %(key)s;
 
 -- name: select_active_business_key
 SELECT {_job_columns} FROM ratchet_job
-WHERE business_key = %(key)s AND status IN ('PENDING', 'RUNNING', 'PAUSED');
+WHERE business_key = %(key)s AND status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING');
 
 -- name: select_business_key
 SELECT business_key FROM ratchet_job WHERE id = %(id)s;
@@ -264,6 +265,18 @@ closed AS (
 )
 SELECT count(*) FROM job
 
+-- name: _release_dependents
+-- A success releases the chain steps waiting for it (SupportsChains), in its own
+-- statement: WAITING -> PENDING, due now. ratchet_job_depends_on finds them (none outside
+-- chains, so an ordinary success pays one probe of an index that holds no row for it).
+released AS (
+    UPDATE ratchet_job AS w
+    SET status = 'PENDING', scheduled_at = statement_timestamp(),
+        updated_at = statement_timestamp()
+    FROM job WHERE w.depends_on = job.id AND w.status = 'WAITING'
+    RETURNING 1
+)
+
 -- name: complete_job
 WITH job AS (
     UPDATE ratchet_job
@@ -273,6 +286,7 @@ WITH job AS (
     WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
     RETURNING id, claim_seq
 ),
+{_release_dependents},
 {_close_fenced};
 
 -- name: complete_jobs
@@ -297,6 +311,7 @@ job AS (
     WHERE j.id = done.id AND j.status = 'RUNNING' AND j.claim_seq = done.claim_seq
     RETURNING j.id, j.claim_seq
 ),
+{_release_dependents},
 closed AS (
     UPDATE ratchet_execution AS e
     SET status = 'SUCCEEDED', message = NULL, finished_at = statement_timestamp()
@@ -354,7 +369,7 @@ WITH job AS (
 -- name: cancel_job
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
-WHERE id = %(id)s AND status IN ('PENDING', 'PAUSED');
+WHERE id = %(id)s AND status IN ('PENDING', 'PAUSED', 'WAITING');
 
 -- name: pause_job
 -- A PENDING job only: the claim's own guard (status = 'PENDING') makes the two exclusive.
@@ -396,7 +411,7 @@ WHERE j.status = 'FAILED'
        OR j.id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s))
   AND (j.business_key IS NULL
        OR NOT EXISTS (SELECT 1 FROM ratchet_job a WHERE a.business_key = j.business_key
-                      AND a.status IN ('PENDING', 'RUNNING', 'PAUSED')))
+                      AND a.status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING')))
 ORDER BY j.finished_at, j.id
 LIMIT %(limit)s
 FOR UPDATE OF j SKIP LOCKED;
@@ -641,12 +656,12 @@ SELECT max(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = %(recurri
 -- name: cancel_by_business_key
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
-WHERE business_key = %(key)s AND status IN ('PENDING', 'PAUSED');
+WHERE business_key = %(key)s AND status IN ('PENDING', 'PAUSED', 'WAITING');
 
 -- name: cancel_by_tag
 UPDATE ratchet_job
 SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
-WHERE status IN ('PENDING', 'PAUSED') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
+WHERE status IN ('PENDING', 'PAUSED', 'WAITING') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = %(tag)s);
 
 -- name: save_recurring
 -- An upsert; %(tags)s is a JSON list, as for new jobs.
@@ -1009,3 +1024,31 @@ FROM ratchet_resource_permit AS p
 JOIN ratchet_job AS j ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
 WHERE p.resource = %(resource)s
 ORDER BY p.acquired_at, p.job_id;
+
+-- ===================================================================== chains
+
+-- name: select_waiting_dependents
+SELECT id FROM ratchet_job WHERE depends_on IN ({ids}) AND status = 'WAITING';
+
+-- name: cancel_waiting
+UPDATE ratchet_job
+SET status = 'CANCELED', last_error = %(message)s, finished_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE id IN ({ids}) AND status = 'WAITING';
+
+-- name: release_waiting
+UPDATE ratchet_job SET status = 'PENDING', scheduled_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE id IN ({ids}) AND status = 'WAITING';
+
+-- name: select_settleable
+-- WAITING steps whose predecessor ended (or is gone), with the predecessor's status
+-- (NULL when it is in neither table): what a crash between two writes left.
+SELECT w.id, w.depends_on, COALESCE(p.status, a.status) FROM ratchet_job w
+LEFT JOIN ratchet_job p ON p.id = w.depends_on
+LEFT JOIN ratchet_job_archive a ON a.id = w.depends_on
+WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL
+  AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
+ORDER BY w.id
+LIMIT %(limit)s;
+
+-- name: select_dependents
+SELECT {_job_columns} FROM ratchet_job WHERE depends_on = %(id)s ORDER BY created_at, id;

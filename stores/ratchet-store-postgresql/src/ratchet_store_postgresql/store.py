@@ -73,6 +73,7 @@ class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
     overridden_statements: ClassVar[frozenset[str]] = frozenset(
         {
             "close_execution",  # closed inside each outcome, recovery and release statement
+            "release_dependents",  # inside complete_job and complete_jobs (a CTE)
             "select_orphans",  # recover_orphans, recover_node_claims: one statement each
             "select_node_claims",
             "reset_orphan",
@@ -222,10 +223,17 @@ class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
     # -- single statements where the shared layer runs several ---------------------------
 
     def _fenced_outcome(
-        self, name: str, params: Params, *, status: ExecutionStatus, message: str | None
+        self,
+        name: str,
+        params: Params,
+        *,
+        status: ExecutionStatus,
+        message: str | None,
+        release_dependents: bool = False,
     ) -> bool:
         """The outcome ``name`` closes its execution record in the same statement, whose
-        one row is the number of jobs changed."""
+        one row is the number of jobs changed; ``complete_job``'s statement also releases
+        the chain steps waiting for it (``release_dependents`` is that statement's)."""
         rows = self._returning(
             name, {**params, "execution_status": status.value, "message": message}
         )

@@ -54,6 +54,7 @@ from ratchet.spi._checks import (
 from ratchet.spi._conflicts import retry_blocked_by_business_key
 from ratchet.spi._rows import RowDecoder
 from ratchet.spi._store import JobStore
+from ratchet.spi.sql._chains import CHAIN_STATEMENTS, SQLChains
 from ratchet.spi.sql._encoder import RowEncoder
 from ratchet.spi.sql._job_query import JOB_QUERY_STATEMENTS, SQLJobQuery
 from ratchet.spi.sql._permits import PERMIT_STATEMENTS, SQLResourcePermits
@@ -154,6 +155,8 @@ STATEMENTS = frozenset(
     | PERMIT_STATEMENTS
     # paused queues and queue counts (SupportsQueues): ratchet.spi.sql._queues
     | QUEUE_STATEMENTS
+    # chains (SupportsChains): ratchet.spi.sql._chains
+    | CHAIN_STATEMENTS
 )
 """The statements the shared methods run. A backend that overrides a method may leave
 that method's statements out (``missing_statements`` tells which it still needs)."""
@@ -173,7 +176,7 @@ _LIST_JOBS = {
 }
 
 
-class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, JobStore):
+class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, JobStore):
     """The JobStore of an SQL database, less what its backend supplies (module docstring).
 
     Subclasses set ``statements``, ``decode`` and ``encode`` (class or instance
@@ -348,11 +351,18 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, JobStore):
         return self._update("mark_started", {"id": job_id, "claim_seq": claim_seq}) == 1
 
     def _fenced_outcome(
-        self, name: str, params: Params, *, status: ExecutionStatus, message: str | None
+        self,
+        name: str,
+        params: Params,
+        *,
+        status: ExecutionStatus,
+        message: str | None,
+        release_dependents: bool = False,
     ) -> bool:
         """The fenced job update ``name`` and, when it matched, the close of its execution
-        record as ``status`` with ``message``, in one transaction; whether it matched.
-        (PostgreSQL does both in one statement.)"""
+        record as ``status`` with ``message`` and, for a success (``release_dependents``),
+        the release of the chain steps waiting for it, in one transaction; whether it
+        matched. (PostgreSQL does it all in the one statement ``name``.)"""
         closing = {
             "id": params["id"],
             "claim_seq": params["claim_seq"],
@@ -364,6 +374,8 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, JobStore):
             if session.execute(name, params) != 1:
                 return False
             session.execute("close_execution", closing)
+            if release_dependents:
+                session.execute("release_dependents", {"id": params["id"]})
             return True
 
         return self._transaction(work)
@@ -378,7 +390,11 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, JobStore):
             "result_type": result_type,
         }
         return self._fenced_outcome(
-            "complete_job", params, status=ExecutionStatus.SUCCEEDED, message=None
+            "complete_job",
+            params,
+            status=ExecutionStatus.SUCCEEDED,
+            message=None,
+            release_dependents=True,
         )
 
     def complete_jobs(self, completions: Sequence[Completion]) -> list[bool]:
@@ -411,6 +427,7 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, JobStore):
                             "message": None,
                         },
                     )
+                    session.execute("release_dependents", {"id": c.job_id})
                     recorded.add(c.job_id)
             return recorded
 

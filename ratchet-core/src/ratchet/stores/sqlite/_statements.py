@@ -35,7 +35,7 @@ JOB_COLUMNS = (
     "backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at, "
     "business_key, idempotency_key, tags_json, params_json, recurring_id, result_json, "
     "result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at, "
-    "queue"
+    "queue, depends_on"
 )
 
 RECURRING_COLUMNS = (

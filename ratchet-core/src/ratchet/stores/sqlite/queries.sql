@@ -12,10 +12,11 @@ SELECT {{now}};
 
 -- name: insert_job
 INSERT INTO ratchet_job ({{job_columns}})
-VALUES (:id, :name, :target, :args_json, :kwargs_json, 'PENDING', :priority, 0, :max_retries,
+VALUES (:id, :name, :target, :args_json, :kwargs_json, :status, :priority, 0, :max_retries,
         :backoff, :backoff_ms, :timeout_seconds, 0, 0, NULL, NULL,
         :business_key, :idempotency_key, :tags, :params, :recurring_id, NULL,
-        NULL, NULL, COALESCE(:scheduled_at, :now + :delay), :now, NULL, NULL, :now, :queue);
+        NULL, NULL, COALESCE(:scheduled_at, :now + :delay), :now, NULL, NULL, :now, :queue,
+        :depends_on);
 
 -- name: insert_tag
 INSERT OR IGNORE INTO ratchet_job_tag (tag, job_id) VALUES (:tag, :id);
@@ -31,7 +32,7 @@ SELECT business_key FROM ratchet_job WHERE id = :id;
 
 -- name: select_active_business_key
 SELECT {{job_columns}} FROM ratchet_job
-WHERE business_key = :key AND status IN ('PENDING', 'RUNNING', 'PAUSED');
+WHERE business_key = :key AND status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING');
 
 -- ===================================================================== claim
 
@@ -120,7 +121,7 @@ WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
 
 -- name: cancel_job
 UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
-WHERE id = :id AND status IN ('PENDING', 'PAUSED');
+WHERE id = :id AND status IN ('PENDING', 'PAUSED', 'WAITING');
 
 -- name: pause_job
 -- A PENDING job only: the claim's own guard (status = 'PENDING') makes the two exclusive.
@@ -155,7 +156,7 @@ WHERE j.status = 'FAILED'
   AND (:tag IS NULL OR j.id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag))
   AND (j.business_key IS NULL
        OR NOT EXISTS (SELECT 1 FROM ratchet_job a WHERE a.business_key = j.business_key
-                      AND a.status IN ('PENDING', 'RUNNING', 'PAUSED')))
+                      AND a.status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING')))
 ORDER BY j.finished_at, j.id
 LIMIT :limit;
 
@@ -310,11 +311,11 @@ SELECT MAX(fire_time) FROM ratchet_recurring_fire WHERE recurring_id = :recurrin
 
 -- name: cancel_by_business_key
 UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
-WHERE business_key = :key AND status IN ('PENDING', 'PAUSED');
+WHERE business_key = :key AND status IN ('PENDING', 'PAUSED', 'WAITING');
 
 -- name: cancel_by_tag
 UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
-WHERE status IN ('PENDING', 'PAUSED') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag);
+WHERE status IN ('PENDING', 'PAUSED', 'WAITING') AND id IN (SELECT job_id FROM ratchet_job_tag WHERE tag = :tag);
 
 -- name: save_recurring
 INSERT INTO ratchet_recurring (id, cron, zone, misfire, name, target, args_json, kwargs_json,
@@ -590,3 +591,36 @@ FROM ratchet_resource_permit AS p
 JOIN ratchet_job AS j ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
 WHERE p.resource = :resource
 ORDER BY p.acquired_at, p.job_id;
+
+-- ===================================================================== chains
+
+-- name: release_dependents
+-- A success releases the chain steps waiting for it, in the success's transaction.
+UPDATE ratchet_job SET status = 'PENDING', scheduled_at = :now, updated_at = :now
+WHERE depends_on = :id AND status = 'WAITING';
+
+-- name: select_waiting_dependents
+SELECT id FROM ratchet_job WHERE depends_on IN ({ids}) AND status = 'WAITING';
+
+-- name: cancel_waiting
+UPDATE ratchet_job
+SET status = 'CANCELED', last_error = :message, finished_at = :now, updated_at = :now
+WHERE id IN ({ids}) AND status = 'WAITING';
+
+-- name: release_waiting
+UPDATE ratchet_job SET status = 'PENDING', scheduled_at = :now, updated_at = :now
+WHERE id IN ({ids}) AND status = 'WAITING';
+
+-- name: select_settleable
+-- WAITING steps whose predecessor ended (or is gone), with the predecessor's status
+-- (NULL when it is in neither table): what a crash between two writes left.
+SELECT w.id, w.depends_on, COALESCE(p.status, a.status) FROM ratchet_job w
+LEFT JOIN ratchet_job p ON p.id = w.depends_on
+LEFT JOIN ratchet_job_archive a ON a.id = w.depends_on
+WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL
+  AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
+ORDER BY w.id
+LIMIT :limit;
+
+-- name: select_dependents
+SELECT {{job_columns}} FROM ratchet_job WHERE depends_on = :id ORDER BY created_at, id;

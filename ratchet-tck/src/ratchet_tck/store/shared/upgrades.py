@@ -58,6 +58,7 @@ SQL_MIGRATIONS = (
     "0006_flow_control.sql",
     "0007_queues.sql",
     "0008_paused_jobs.sql",
+    "0009_chains.sql",
 )
 """The migration files every SQL store ships, in order (version N is the N-th): a store's
 schema tests pin its list to this one, so a migration added to one backend only fails."""
