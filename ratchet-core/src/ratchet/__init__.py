@@ -20,7 +20,7 @@ from ratchet._context import JobContext, current_job
 from ratchet._cron import Misfire
 from ratchet._failures import DoNotRetry, Snooze, do_not_retry
 from ratchet._job_logs import AttemptLog, JobLogLine, JobLogs, JobProgress
-from ratchet._jobs import JobBuilder, JobDefinition, JobFunction
+from ratchet._jobs import ChainBuilder, JobBuilder, JobDefinition, JobFunction
 from ratchet._results import JobResult
 from ratchet._types import (
     BackoffPolicy,
@@ -55,6 +55,7 @@ __all__ = [
     "AttemptLog",
     "BackoffPolicy",
     "BusinessKeyConflictError",
+    "ChainBuilder",
     "DoNotRetry",
     "DuplicateIdempotencyKeyError",
     "Execution",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._engine.cancels import cancel_in_store
+from ratchet._engine.chains import cancel_rest_of_chain
 from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._engine.permits import DEFAULT_RETRY_DELAY_MS, Resources, ResourceSettings
 from ratchet._engine.queues import queue_store
@@ -79,6 +80,7 @@ from ratchet.spi import (
     SupportsAsyncEnqueue,
     SupportsBulkRetry,
     SupportsCancelHints,
+    SupportsChains,
     SupportsCompletionHints,
     SupportsJobLogs,
     SupportsJobPause,
@@ -738,6 +740,8 @@ class Ratchet:
             trusted_callbacks=self.trusted_callbacks,
             check_resource=self.resources.require,
             check_queue=self._check_queue,
+            next_step=self.builder,
+            store_chain=self._store_chain,
         )
 
     def enqueue(self, func: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> str:
@@ -895,6 +899,21 @@ class Ratchet:
             )
         return self.store
 
+    def _store_chain(self, jobs: list[NewJob]) -> str:
+        """Store a chain's steps in one write (a chain builder's ``submit``); the first
+        step's id."""
+        _chain_store(self.store)
+        with self.observers.enqueuing(jobs) as stored:
+            self.store.enqueue_many(stored)
+        self._announce(jobs[0].priority)
+        return jobs[0].id
+
+    def dependents(self, job_id: str) -> list[Job]:
+        """The jobs that wait for ``job_id`` in a chain (the next step), in any status,
+        oldest first; empty for a job outside a chain. ``get_job(id).depends_on`` is the
+        other direction. ConfigurationError on a store without chains."""
+        return [self.payloads.open_job(job) for job in _chain_store(self.store).dependents(job_id)]
+
     def _store_job(self, job: NewJob) -> str:
         """Store a built job and wake the workers (a builder's ``submit``)."""
         with self.observers.enqueuing([job]) as stored:
@@ -1024,7 +1043,8 @@ class Ratchet:
         return retried
 
     def cancel_job(self, job_id: str) -> bool:
-        """Cancel a PENDING or RUNNING job; ``False`` for a finished or unknown one.
+        """Cancel a PENDING, PAUSED, WAITING or RUNNING job, and the chain steps waiting
+        behind it; ``False`` for a finished or unknown one.
 
         PENDING → CANCELED: it never runs. RUNNING → CANCELED, on a store with
         :class:`~ratchet.spi.SupportsRunningCancel` (every first-party store): the job is
@@ -1041,6 +1061,8 @@ class Ratchet:
             if isinstance(self.coordinator, SupportsCancelHints):
                 self.coordinator.notify_canceled([job_id])  # and the others' soon
         canceled = canceled_from is not None
+        if canceled:
+            cancel_rest_of_chain(self.store, job_id)  # the chain steps waiting behind it
         if canceled and self.observers.events.wants(JobCanceled):
             job = self.store.get_job(job_id)
             self.observers.events.emit(
@@ -1327,5 +1349,16 @@ def _job_pause_store(store: JobStore) -> SupportsJobPause:
             f"The store {store.describe()} cannot pause jobs (it lacks "
             "ratchet.spi.SupportsJobPause). Cancel the job instead, or use a store that "
             "pauses jobs (every first-party store does)."
+        )
+    return store
+
+
+def _chain_store(store: JobStore) -> SupportsChains:
+    """``store`` as one that keeps chains; ConfigurationError naming it otherwise."""
+    if not isinstance(store, SupportsChains):
+        raise ConfigurationError(
+            f"The store {store.describe()} keeps no chains (it lacks "
+            "ratchet.spi.SupportsChains). Submit the steps one by one, or use a store "
+            "that keeps chains (every first-party store does)."
         )
     return store

@@ -15,6 +15,7 @@ import contextvars
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from ratchet._job_logs import check_progress
 from ratchet._logs import SafeRecordFilter
 from ratchet._printable import printable
 from ratchet._redact import redact
+from ratchet._results import JobResult
 
 __all__ = ["JobContext", "JobLog", "JobLogger", "current_job"]
 
@@ -106,9 +108,25 @@ class JobContext:
     logger: logging.LoggerAdapter[logging.Logger] = field(repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
     _log: JobLog | None = field(default=None, repr=False, compare=False)
+    # Reads how the step before this one ended (None outside a chain); read once, on use.
+    _read_previous: Callable[[], JobResult | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+    _previous: list[JobResult | None] = field(default_factory=list, repr=False, compare=False)
 
     def param(self, key: str, default: Any = None) -> Any:
         return self.params.get(key, default)
+
+    @property
+    def previous(self) -> JobResult | None:
+        """How the step before this one in its chain ended (``app.builder(a).then(b)``:
+        in ``b``, ``a``'s :class:`~ratchet.JobResult`, with its ``value``), or ``None``
+        when the job is not a later step of a chain. Read from the store on first use,
+        then kept for the attempt."""
+        if not self._previous:
+            read = self._read_previous
+            self._previous.append(None if read is None else read())
+        return self._previous[0]
 
     @property
     def cancel_requested(self) -> bool:

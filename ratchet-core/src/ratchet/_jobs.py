@@ -10,6 +10,7 @@ reach it through the small interfaces below).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import sys
@@ -50,6 +51,7 @@ __all__ = [
     "ON_SUCCESS_PARAM",
     "RESOURCE_PARAM",
     "Callback",
+    "ChainBuilder",
     "JobApplication",
     "JobBuilder",
     "JobDefinition",
@@ -433,6 +435,10 @@ class JobBuilder:
     # The application's check that its store keeps queues other than the default one
     # (raises ConfigurationError). None: no check.
     check_queue: Callable[[str], object] | None = field(default=None, repr=False)
+    # The application's builder of a chain's next step (func or name, args, kwargs) and
+    # its store of a whole chain (returns the first job's id). None: no chains.
+    next_step: Callable[..., JobBuilder] | None = field(default=None, repr=False)
+    store_chain: Callable[[list[NewJob]], str] | None = field(default=None, repr=False)
 
     @classmethod
     def for_definition(
@@ -447,6 +453,8 @@ class JobBuilder:
         trusted_callbacks: dict[str, Callable[..., Any]] | None = None,
         check_resource: Callable[[str, str], object] | None = None,
         check_queue: Callable[[str], object] | None = None,
+        next_step: Callable[..., JobBuilder] | None = None,
+        store_chain: Callable[[list[NewJob]], str] | None = None,
     ) -> JobBuilder:
         """A builder with the job's defaults."""
         return cls(
@@ -468,6 +476,8 @@ class JobBuilder:
             check_resource=check_resource,
             queue_value=definition.queue,
             check_queue=check_queue,
+            next_step=next_step,
+            store_chain=store_chain,
         )
 
     def priority(self, priority: JobPriority | int) -> JobBuilder:
@@ -618,6 +628,14 @@ class JobBuilder:
         """Enqueue; returns the job id."""
         return self.store_job(self.build())
 
+    def then(
+        self, step: Callable[..., Any] | str | JobBuilder, *args: Any, **kwargs: Any
+    ) -> ChainBuilder:
+        """A chain: this job first, then ``step(*args, **kwargs)`` once it succeeded (see
+        :class:`ChainBuilder`). ``step`` may be a builder of its own
+        (``app.builder(fn, x).priority(...)``) to set that step's options."""
+        return ChainBuilder(first=self).then(step, *args, **kwargs)
+
     def submit_in(self, connection: Any) -> str:
         """Enqueue inside the caller's open transaction on ``connection`` (visible to
         workers after the caller commits, gone on rollback); returns the job id."""
@@ -626,3 +644,51 @@ class JobBuilder:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(kw_only=True)
+class ChainBuilder:
+    """Steps that run one after another: ``app.builder(a).then(b).then(c).submit()``.
+
+    Every step is stored at :meth:`submit`, in one all-or-nothing write: the first as an
+    ordinary job, each later one WAITING for the step before it (``Job.depends_on``). The
+    store releases a step in the same transaction as its predecessor's success, due at
+    once (a step's own delay does not apply); a step reads the one before it through
+    ``current_job().previous``. A step that fails for good (after its retries) or is
+    canceled cancels every step after it. Each step keeps its own job's options (retries,
+    backoff, queue, ...), or those of the builder given for it.
+    """
+
+    first: JobBuilder
+    steps: list[JobBuilder] = field(default_factory=list)
+
+    def then(
+        self, step: Callable[..., Any] | str | JobBuilder, *args: Any, **kwargs: Any
+    ) -> ChainBuilder:
+        """Add ``step(*args, **kwargs)`` (or the builder ``step``) after the last step."""
+        if isinstance(step, JobBuilder):
+            if args or kwargs:
+                raise TypeError(
+                    "then(builder) takes no arguments: give them to the builder, as in "
+                    ".then(app.builder(fn, *args, **kwargs))."
+                )
+            self.steps.append(step)
+            return self
+        if self.first.next_step is None:
+            raise TypeError("This builder was not made by an application; it cannot chain.")
+        self.steps.append(self.first.next_step(step, *args, **kwargs))
+        return self
+
+    def build(self) -> list[NewJob]:
+        """Every step's job, checked (as :meth:`JobBuilder.build`), each later one
+        depending on the one before it; nothing stored."""
+        jobs = [self.first.build()]
+        for step in self.steps:
+            jobs.append(dataclasses.replace(step.build(), depends_on=jobs[-1].id))
+        return jobs
+
+    def submit(self) -> str:
+        """Store every step at once; returns the first step's id."""
+        if self.first.store_chain is None:
+            raise TypeError("This builder was not made by an application; it cannot chain.")
+        return self.first.store_chain(self.build())

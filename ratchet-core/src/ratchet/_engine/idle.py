@@ -55,6 +55,8 @@ def run_until_idle(
                 worker.flush_outcomes()
                 if worker.executor.completed != finished_before:
                     continue  # something finished meanwhile and may have scheduled a retry
+                if worker.claim_once():
+                    continue  # the successes just flushed released chain steps
                 pause = _until_next_retry(context.store, retried, deadline)
                 if pause is None:
                     worker.raise_if_crashed()  # its heartbeat died: it stopped claiming

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from ratchet._engine.archiver import Archiver
+from ratchet._engine.chains import cancel_rest_of_chain, settle_chains
 from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import NodeContext
 from ratchet._engine.purges import RetentionPurges
@@ -126,6 +127,8 @@ class Maintenance:
             self.store.close_stale_executions(
                 grace_seconds=grace, message=STALE_EXECUTION_MESSAGE, limit=ORPHAN_SCAN_LIMIT
             )
+            if settle_chains(self.store, limit=ORPHAN_SCAN_LIMIT):
+                self.context.wakeups.wake()  # chain steps released behind a success
             stale = self.store.list_stale_nodes(grace)
             if stale:
                 self.store.remove_nodes([node.node_id for node in stale])
@@ -158,6 +161,7 @@ class Maintenance:
                 count_attempt=False,  # no attempt finished: every run ended in a crash
             ):
                 dead += 1
+                cancel_rest_of_chain(self.store, job_id)
                 log.error(
                     "Job %s crashed its node %d times; moved to the dead-letter queue.",
                     job_id,

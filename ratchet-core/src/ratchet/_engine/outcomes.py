@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ratchet._engine.chains import cancel_rest_of_chain
 from ratchet._engine.completions import CompletionWriter, PendingSuccess
 from ratchet._engine.failure_text import describe_failure, summarize_failure
 from ratchet._engine.lifecycle import Lifecycle
@@ -299,6 +300,8 @@ class OutcomeRecorder:
         if not recorded:
             self._stale(job, succeeded=False, message=decision.error, outcome=kind)
             return Outcome(job.id, "stale", False)
+        if kind == "failed":
+            cancel_rest_of_chain(self.store, job.id)
         if self.lifecycle is not None:
             if isinstance(decision, Retry):
                 self.lifecycle.failed(

@@ -27,6 +27,7 @@ from ratchet._codec import encode_result
 from ratchet._context import JobContext
 from ratchet._engine.breaking import BreakerAdmission, breaker_deferral_message
 from ratchet._engine.cancels import RunningAttempts
+from ratchet._engine.chains import previous_result
 from ratchet._engine.failure_text import describe_failure
 from ratchet._engine.job_limits import JobConcurrency, deferral_message
 from ratchet._engine.job_logs import JobLogWriter
@@ -345,6 +346,7 @@ class JobRunner:
             {"job_id": job.id, "attempt": job.attempt},
             stored=stored,
         )
+        store, payloads = self.recorder.store, self.payloads
         return _context.JobContext(
             id=job.id,
             name=job.name,
@@ -353,6 +355,7 @@ class JobRunner:
             params=dict(job.params),
             logger=logger,
             _log=stored,
+            _read_previous=lambda: previous_result(store, payloads, job.id),
         )
 
     def _call(

@@ -30,6 +30,7 @@ from ratchet.spi import (
     DefaultNodeIdentityProvider,
     JobStore,
     SupportsArchiveAccess,
+    SupportsChains,
     SupportsResourcePermits,
     SupportsRunningCancel,
     SupportsSchema,
@@ -335,7 +336,8 @@ def cmd_jobs_show(args: argparse.Namespace) -> int:
     if job is None:
         raise JobNotFoundError(f"No job has id {args.job_id!r}; list ids with 'ratchet jobs list'.")
     job = payloads_of(args).open_job(job)  # shown sealed without the key
-    _output.echo(_output.job_details(job, store.list_executions(job.id)))
+    dependents = store.dependents(job.id) if isinstance(store, SupportsChains) else []
+    _output.echo(_output.job_details(job, store.list_executions(job.id), dependents))
     return 0
 
 

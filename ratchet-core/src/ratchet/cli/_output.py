@@ -92,7 +92,9 @@ def _outcome(job: Job) -> str:
     return "" if job.result is None else first_line(repr(job.result))
 
 
-def job_details(job: Job, executions: Sequence[Execution]) -> str:
+def job_details(job: Job, executions: Sequence[Execution], dependents: Sequence[Job] = ()) -> str:
+    """One job: its fields, its chain links (the step it waits for, the steps waiting for
+    it), its last error and its attempts."""
     fields = [
         ("id", job.id),
         ("job", job.name),
@@ -113,6 +115,8 @@ def job_details(job: Job, executions: Sequence[Execution]) -> str:
         ("started", when(job.started_at)),
         ("finished", when(job.finished_at)),
         ("result", "" if job.result is None else f"{job.result!r} ({job.result_type})"),
+        ("depends on", job.depends_on or ""),
+        ("next steps", ", ".join(f"{d.id} ({d.status.value})" for d in dependents)),
     ]
     width = max(len(name) for name, _ in fields)
     lines = [f"{name.rjust(width)}: {shown(value)}" for name, value in fields if value]
