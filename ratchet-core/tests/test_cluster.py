@@ -174,16 +174,21 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, c: Cluster)
 
 
 def test_sigkill_chaos_loses_nothing(cluster: Callable[..., Cluster], store_url: str) -> None:
-    """300 short jobs, three workers, one killed and restarted about every second: every
-    job ends SUCCEEDED, none is lost, none FAILED."""
+    """300 short jobs and 20 three-step chains (60 more), three workers, one killed and
+    restarted about every second: every job ends SUCCEEDED, none is lost, none FAILED,
+    no chain step is left WAITING, and each step first ran after the step before it."""
     c = cluster(RATCHET_NODE_MAX_CRASH_REDELIVERIES="20")
     app = client(store_url)
     ids = app.enqueue_many("chaos", [(n,) for n in range(300)])
+    chains = [(300 + 3 * k, 301 + 3 * k, 302 + 3 * k) for k in range(20)]
+    for first, second, third in chains:
+        ids.append(app.builder("chaos", first).then("chaos", second).then("chaos", third).submit())
+    total = 300 + 3 * len(chains)
     workers = [c.start("--concurrency", "2") for _ in range(3)]
     kills = 0
     deadline = time.monotonic() + 120
     rng = random.Random(7)
-    while app.store.count_jobs()[JobStatus.SUCCEEDED] < 300:
+    while app.store.count_jobs()[JobStatus.SUCCEEDED] < total:
         assert time.monotonic() < deadline, f"not finished\n{c.logs_text()}"
         time.sleep(rng.uniform(0.6, 1.2))
         victim = rng.randrange(3)
@@ -193,9 +198,13 @@ def test_sigkill_chaos_loses_nothing(cluster: Callable[..., Cluster], store_url:
         workers[victim] = c.start("--concurrency", "2")
     counts = app.store.count_jobs()
     assert counts[JobStatus.FAILED] == 0 and counts[JobStatus.RUNNING] == 0
-    ran = Counter(line.split()[1] for line in c.lines("ran "))
-    assert sorted(int(n) for n in ran) == list(range(300)), "a job never ran"
+    assert counts.get(JobStatus.WAITING, 0) == 0 and counts.get(JobStatus.CANCELED, 0) == 0
+    runs = [int(line.split()[1]) for line in c.lines("ran ")]
+    assert sorted(Counter(runs)) == list(range(total)), "a job never ran"
     assert all(app.get_job(i).status is JobStatus.SUCCEEDED for i in ids)  # type: ignore[union-attr]
+    for steps in chains:  # the record file is appended in time order by every process
+        firsts = [runs.index(step) for step in steps]
+        assert firsts == sorted(firsts), f"chain {steps} ran out of order: {firsts}"
     assert kills >= 3
 
 
