@@ -314,6 +314,16 @@ def test_pause_and_resume_selected_jobs(
     ]
 
 
+def test_a_chain_step_links_to_the_step_it_waits_for(
+    client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
+) -> None:
+    first = ratchet_app.builder("ok", 1).delay(3600).then("ok", 2).submit()
+    [second] = ratchet_app.dependents(first)
+    page = client.get(f"/jobs/{second.id}").text
+    assert f'href="/jobs/{first}"' in page and "WAITING" in page
+    assert "/actions/cancel" in page  # a waiting step can be canceled
+
+
 def test_retry_all_applies_to_the_filter(
     client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
 ) -> None:
