@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ratchet import Ratchet
+from ratchet import JobStatus, Ratchet
 
 BOUND = 30.0  # seconds: an upper bound on waits, never an assertion about speed
 
@@ -60,6 +60,13 @@ def sqlite_app(sqlite_url: str) -> Iterator[Ratchet]:
     application = Ratchet(sqlite_url, **FAST)
     yield application
     application.close()
+
+
+def job_status(app: Ratchet, job_id: str) -> JobStatus:
+    """The status of a job that must exist."""
+    job = app.get_job(job_id)
+    assert job is not None, f"job {job_id} is gone"
+    return job.status
 
 
 class Recorder:

@@ -10,13 +10,12 @@ failure bounds only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import FAST
+from conftest import FAST, job_status
 from ratchet import JobPriority, JobResult, JobStatus, Ratchet, current_job
 from ratchet.cli import main
 from ratchet.errors import ConfigurationError
@@ -26,16 +25,9 @@ BOUND = 30.0
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> Iterator[Ratchet]:
-    application = Ratchet(f"sqlite:///{tmp_path / 'ratchet.db'}", **FAST)
-    yield application
-    application.close()
-
-
-def status(app: Ratchet, job_id: str) -> JobStatus:
-    job = app.get_job(job_id)
-    assert job is not None
-    return job.status
+def app(sqlite_app: Ratchet) -> Ratchet:
+    """The application on a SQLite file (the CLI tests open the same file)."""
+    return sqlite_app
 
 
 def test_three_steps_run_in_order_each_reading_the_one_before(app: Ratchet) -> None:
@@ -62,7 +54,7 @@ def test_three_steps_run_in_order_each_reading_the_one_before(app: Ratchet) -> N
     first = app.builder(fetch, 7).then(charge, 2).then(app.builder(receipt).priority(4)).submit()
     second, third = app.dependents(first)[0].id, None
     third = app.dependents(second)[0].id
-    assert [status(app, j) for j in (first, second, third)] == [
+    assert [job_status(app, j) for j in (first, second, third)] == [
         JobStatus.PENDING,
         JobStatus.WAITING,
         JobStatus.WAITING,
@@ -74,7 +66,7 @@ def test_three_steps_run_in_order_each_reading_the_one_before(app: Ratchet) -> N
         ("charge", ("fetch", True, {"order": 7, "amount": 40})),
         ("receipt", 42),
     ]
-    assert [status(app, j) for j in (first, second, third)] == [JobStatus.SUCCEEDED] * 3
+    assert [job_status(app, j) for j in (first, second, third)] == [JobStatus.SUCCEEDED] * 3
     assert app.get_job(second).depends_on == first  # type: ignore[union-attr]
     assert app.get_job(first).depends_on is None  # type: ignore[union-attr]
 
@@ -98,7 +90,7 @@ def test_a_step_that_fails_for_good_cancels_the_steps_after_it(app: Ratchet) -> 
     third = app.dependents(second)[0].id
     app.run_until_idle(timeout=BOUND)
     assert calls == ["first", "broken", "broken"]
-    assert [status(app, j) for j in (first, second, third)] == [
+    assert [job_status(app, j) for j in (first, second, third)] == [
         JobStatus.SUCCEEDED,
         JobStatus.FAILED,
         JobStatus.CANCELED,
@@ -137,7 +129,7 @@ def test_canceling_a_waiting_chain_cancels_every_step(app: Ratchet) -> None:
     second = app.dependents(first)[0].id
     third = app.dependents(second)[0].id
     assert app.cancel_job(first) is True
-    assert [status(app, j) for j in (first, second, third)] == [JobStatus.CANCELED] * 3
+    assert [job_status(app, j) for j in (first, second, third)] == [JobStatus.CANCELED] * 3
     assert app.cancel_job(third) is False
 
 
@@ -150,7 +142,7 @@ def test_canceling_a_middle_step_keeps_the_steps_before_it(app: Ratchet) -> None
     second = app.dependents(first)[0].id
     third = app.dependents(second)[0].id
     assert app.cancel_job(second) is True
-    assert [status(app, j) for j in (first, second, third)] == [
+    assert [job_status(app, j) for j in (first, second, third)] == [
         JobStatus.PENDING,
         JobStatus.CANCELED,
         JobStatus.CANCELED,

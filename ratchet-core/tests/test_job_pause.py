@@ -9,12 +9,11 @@ When one of these fails, look at the store's ``pause_job`` / ``resume_job``
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import FAST
+from conftest import job_status
 from ratchet import JobStatus, Ratchet
 from ratchet.cli import main
 from ratchet.errors import BusinessKeyConflictError
@@ -24,16 +23,9 @@ BOUND = 30.0
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> Iterator[Ratchet]:
-    application = Ratchet(f"sqlite:///{tmp_path / 'ratchet.db'}", **FAST)
-    yield application
-    application.close()
-
-
-def status(app: Ratchet, job_id: str) -> JobStatus:
-    job = app.get_job(job_id)
-    assert job is not None
-    return job.status
+def app(sqlite_app: Ratchet) -> Ratchet:
+    """The application on a SQLite file (the CLI tests open the same file)."""
+    return sqlite_app
 
 
 def test_a_paused_job_waits_while_others_run_and_runs_once_resumed(app: Ratchet) -> None:
@@ -46,12 +38,12 @@ def test_a_paused_job_waits_while_others_run_and_runs_once_resumed(app: Ratchet)
     held, other = work.enqueue(1), work.enqueue(2)
     assert app.pause_job(held) is True
     assert app.pause_job(held) is False  # already paused
-    assert status(app, held) is JobStatus.PAUSED
+    assert job_status(app, held) is JobStatus.PAUSED
     assert [job.id for job in app.list_jobs(status=JobStatus.PAUSED)] == [held]
     with app.worker():
         app.wait_for(other, timeout=BOUND)
         time.sleep(0.3)  # a few more polls: the paused job must still be waiting
-        assert status(app, held) is JobStatus.PAUSED
+        assert job_status(app, held) is JobStatus.PAUSED
         assert app.resume_job(held) is True
         app.wait_for(held, timeout=BOUND)
     assert ran == [2, 1]
@@ -71,7 +63,7 @@ def test_only_a_pending_job_pauses(app: Ratchet) -> None:
     later = app.builder(work).delay(3600).submit()
     assert app.pause_job(later) is True  # a job due later pauses too
     assert app.resume_job(later) is True
-    assert status(app, later) is JobStatus.PENDING
+    assert job_status(app, later) is JobStatus.PENDING
 
 
 def test_a_paused_job_holds_its_business_key_and_can_be_canceled(app: Ratchet) -> None:
@@ -86,7 +78,7 @@ def test_a_paused_job_holds_its_business_key_and_can_be_canceled(app: Ratchet) -
     with pytest.raises(BusinessKeyConflictError):
         app.builder(refund, 42).business_key("refund-42").submit()
     assert app.cancel_job(held) is True
-    assert status(app, held) is JobStatus.CANCELED
+    assert job_status(app, held) is JobStatus.CANCELED
     assert [event.job_id for event in canceled] == [held]
     assert app.builder(refund, 42).business_key("refund-42").submit()  # the key is free
 
@@ -102,7 +94,7 @@ def test_the_cli_pauses_lists_and_resumes_a_job(
     job_id = app.builder("work").delay(3600).submit()
     assert main(["jobs", "pause", job_id]) == 0
     assert "is PAUSED" in capsys.readouterr().out
-    assert status(app, job_id) is JobStatus.PAUSED
+    assert job_status(app, job_id) is JobStatus.PAUSED
     assert main(["jobs", "list", "--status", "paused"]) == 0
     assert job_id in capsys.readouterr().out
     assert main(["jobs", "pause", job_id]) == 1
@@ -112,4 +104,4 @@ def test_the_cli_pauses_lists_and_resumes_a_job(
     assert main(["jobs", "resume", job_id]) == 1
     assert "only PAUSED jobs can be resumed" in capsys.readouterr().err
     assert main(["jobs", "pause", "no-such-job"]) != 0
-    assert status(app, job_id) is JobStatus.PENDING
+    assert job_status(app, job_id) is JobStatus.PENDING

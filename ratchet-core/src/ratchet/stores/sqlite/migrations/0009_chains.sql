@@ -6,5 +6,5 @@ ALTER TABLE ratchet_job ADD COLUMN depends_on TEXT;
 ALTER TABLE ratchet_job_archive ADD COLUMN depends_on TEXT;
 
 -- A success reads its WAITING dependents through this index, and app.dependents every
--- dependent of one job; jobs outside chains are not in it.
+-- dependent of one job (jobs outside chains are not in it).
 CREATE INDEX ratchet_job_depends_on ON ratchet_job (depends_on) WHERE depends_on IS NOT NULL;
