@@ -217,6 +217,7 @@ def test_a_scripted_run_has_exact_counts(app: Ratchet) -> None:
         "FAILED": 2,
         "CANCELED": 1,
         "PAUSED": 0,
+        "WAITING": 0,
     }
     assert value(samples, "ratchet_dlq_jobs") == 2
     assert value(samples, "ratchet_store_errors_total") is None  # no store error happened
@@ -517,6 +518,7 @@ def test_metrics_serve_reports_a_store(sqlite_url: str, tmp_path: Path) -> None:
             "FAILED": 1,
             "CANCELED": 0,
             "PAUSED": 0,
+            "WAITING": 0,
         }
         assert value(samples, "ratchet_dlq_jobs") == 1
         assert of(samples, "ratchet_nodes", "state") == {"live": 0, "stale": 0}
