@@ -19,6 +19,7 @@ from conftest import FAST, job_status
 from ratchet import JobPriority, JobResult, JobStatus, Ratchet, current_job
 from ratchet.cli import main
 from ratchet.errors import ConfigurationError
+from ratchet.events import JobCanceled
 from ratchet.stores.sqlite.store import SQLiteJobStore
 
 BOUND = 30.0
@@ -73,8 +74,11 @@ def test_three_steps_run_in_order_each_reading_the_one_before(app: Ratchet) -> N
 
 def test_a_step_that_fails_for_good_cancels_the_steps_after_it(app: Ratchet) -> None:
     """The second step dead-letters after its retries: the third never runs and is
-    CANCELED, naming the step that failed; the first stays SUCCEEDED."""
+    CANCELED (with its JobCanceled event), naming the step that failed; the first stays
+    SUCCEEDED."""
     calls: list[str] = []
+    canceled: list[JobCanceled] = []
+    app.on(JobCanceled, canceled.append)
 
     @app.job(name="ok")
     def ok(tag: str) -> None:
@@ -96,6 +100,7 @@ def test_a_step_that_fails_for_good_cancels_the_steps_after_it(app: Ratchet) -> 
         JobStatus.CANCELED,
     ]
     assert second in (app.get_job(third).last_error or "")  # type: ignore[union-attr]
+    assert [(event.job_id, event.name) for event in canceled] == [(third, "ok")]
 
 
 def test_a_retried_step_releases_the_next_once_it_succeeds(app: Ratchet) -> None:
@@ -125,11 +130,14 @@ def test_canceling_a_waiting_chain_cancels_every_step(app: Ratchet) -> None:
     def step() -> None:
         raise AssertionError("no step of a canceled chain runs")
 
+    canceled: list[str] = []
+    app.on(JobCanceled, lambda event: canceled.append(event.job_id))
     first = app.builder(step).delay(3600).then(step).then(step).submit()
     second = app.dependents(first)[0].id
     third = app.dependents(second)[0].id
     assert app.cancel_job(first) is True
     assert [job_status(app, j) for j in (first, second, third)] == [JobStatus.CANCELED] * 3
+    assert canceled == [first, second, third]
     assert app.cancel_job(third) is False
 
 

@@ -11,6 +11,7 @@ from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._engine.cancels import cancel_in_store
 from ratchet._engine.chains import cancel_rest_of_chain
+from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._engine.permits import DEFAULT_RETRY_DELAY_MS, Resources, ResourceSettings
 from ratchet._engine.queues import queue_store
@@ -62,7 +63,7 @@ from ratchet.errors import (
     RatchetError,
     UnknownJobError,
 )
-from ratchet.events import Event, JobCanceled, OperatorAction
+from ratchet.events import Event, OperatorAction
 from ratchet.plugins import PluginRegistry
 from ratchet.spi import (
     ClassPolicy,
@@ -1062,20 +1063,9 @@ class Ratchet:
                 self.coordinator.notify_canceled([job_id])  # and the others' soon
         canceled = canceled_from is not None
         if canceled:
-            cancel_rest_of_chain(self.store, job_id)  # the chain steps waiting behind it
-        if canceled and self.observers.events.wants(JobCanceled):
-            job = self.store.get_job(job_id)
-            self.observers.events.emit(
-                JobCanceled(
-                    node_id=self.node_id,
-                    at=job.finished_at if job is not None else self.observers.clock.now(),
-                    job_id=job_id,
-                    name=job.name if job is not None else "",
-                    priority=job.priority if job is not None else JobPriority.NORMAL,
-                )
-            )
-        if canceled and self.observers.job_ended is not None:
-            self.observers.job_ended(job_id)
+            lifecycle = Lifecycle(self.observers, self.node_id)
+            lifecycle.canceled(self.store, [job_id])
+            cancel_rest_of_chain(self.store, job_id, lifecycle)  # the steps waiting behind it
         return canceled
 
     def configure_circuit_breaker(

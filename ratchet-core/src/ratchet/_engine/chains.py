@@ -11,6 +11,7 @@ between a success and its release) is settled by the orphan scan's
 
 from __future__ import annotations
 
+from ratchet._engine.lifecycle import Lifecycle
 from ratchet._logs import get_logger
 from ratchet._payloads import Payloads
 from ratchet._results import JobResult
@@ -22,9 +23,12 @@ __all__ = ["cancel_rest_of_chain", "previous_result", "settle_chains"]
 log = get_logger("ratchet.worker")
 
 
-def cancel_rest_of_chain(store: JobStore, job_id: str) -> list[str]:
+def cancel_rest_of_chain(
+    store: JobStore, job_id: str, lifecycle: Lifecycle | None = None
+) -> list[str]:
     """Cancel the steps waiting behind ``job_id``, which failed for good or was canceled;
-    the ids canceled (none on a store without chains). A store error is logged, not
+    the ids canceled (none on a store without chains), each announced through
+    ``lifecycle`` (a :class:`~ratchet.events.JobCanceled`). A store error is logged, not
     raised: the orphan scan's settling finishes the cancel."""
     if not isinstance(store, SupportsChains):
         return []
@@ -38,6 +42,8 @@ def cancel_rest_of_chain(store: JobStore, job_id: str) -> list[str]:
             extra={"event": "chain_cancel_deferred", "job_id": job_id},
         )
         return []
+    if canceled and lifecycle is not None:
+        lifecycle.canceled(store, canceled)
     if canceled:
         log.info(
             "Job %s did not succeed: canceled the %d chain step(s) after it.",

@@ -17,6 +17,7 @@ from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, Job, NewJob
 from ratchet.events import (
+    JobCanceled,
     JobDeadLettered,
     JobEnqueued,
     JobFailed,
@@ -33,8 +34,11 @@ from ratchet.events import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ratchet._engine.callbacks import Callbacks
     from ratchet._observers import Observers
+    from ratchet.spi import JobStore
 
 __all__ = ["Lifecycle", "error_fields"]
 
@@ -191,6 +195,25 @@ class Lifecycle:
         self._ended(job.id)
         if self.callbacks is not None:
             self.callbacks.after_crash_limit(job, message)
+
+    def canceled(self, store: JobStore, job_ids: Sequence[str]) -> None:
+        """These jobs were canceled (``app.cancel_job``, or chain steps behind a step that
+        did not succeed): a :class:`JobCanceled` each (read back for its name and time),
+        and whoever waits for them elsewhere is told."""
+        wanted = self.events.wants(JobCanceled)
+        for job_id in job_ids:
+            job = store.get_job(job_id) if wanted else None
+            if job is not None:
+                self.events.emit(
+                    JobCanceled(
+                        node_id=self.node_id,
+                        at=job.finished_at or self.clock.now(),
+                        job_id=job.id,
+                        name=job.name,
+                        priority=job.priority,
+                    )
+                )
+            self._ended(job_id)
 
     def _ended(self, job_id: str) -> None:
         """Tell whoever waits for ``job_id`` elsewhere (``Observers.job_ended``)."""

@@ -161,7 +161,7 @@ class Maintenance:
                 count_attempt=False,  # no attempt finished: every run ended in a crash
             ):
                 dead += 1
-                cancel_rest_of_chain(self.store, job_id)
+                cancel_rest_of_chain(self.store, job_id, self.lifecycle)
                 log.error(
                     "Job %s crashed its node %d times; moved to the dead-letter queue.",
                     job_id,

@@ -301,7 +301,7 @@ class OutcomeRecorder:
             self._stale(job, succeeded=False, message=decision.error, outcome=kind)
             return Outcome(job.id, "stale", False)
         if kind == "failed":
-            cancel_rest_of_chain(self.store, job.id)
+            cancel_rest_of_chain(self.store, job.id, self.lifecycle)
         if self.lifecycle is not None:
             if isinstance(decision, Retry):
                 self.lifecycle.failed(
