@@ -151,7 +151,8 @@ class JobDeadLettered(JobEvent):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JobCanceled(JobEvent):
     """A job was canceled by this process (``app.cancel_job``): a pending one, or one
-    that was running (its node stops it and discards its outcome)."""
+    that was running (its node stops it and discards its outcome); or a chain step was
+    canceled because a step before it failed for good or was canceled."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
