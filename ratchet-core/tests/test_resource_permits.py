@@ -320,12 +320,13 @@ def test_a_drain_that_releases_a_running_job_leaves_no_permit_row(
 
 def test_configuring_checks_its_values() -> None:
     """Bad settings are refused with the value named: a limit below 1 or not a whole
-    number, a negative or fractional retry delay, an empty name."""
+    number, a retry delay below 10 ms (no delay would spin) or fractional, an empty
+    name."""
     resources = Resources()
     for bad in (0, -1, True, 1.5):
         with pytest.raises(ValueError, match="max_concurrent"):
             resources.configure("api", max_concurrent=bad)  # type: ignore[arg-type]
-    for bad in (-1, 0.5, True):
+    for bad in (-1, 0, 9, 0.5, True):
         with pytest.raises(ConfigurationError, match="retry_delay_ms"):
             resources.configure("api", max_concurrent=1, retry_delay_ms=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="Resource name"):

@@ -47,6 +47,9 @@ DEFAULT_RETRY_DELAY_MS = 5000
 """How long a job waits for a resource at capacity when its node has no setting for it."""
 
 _MAX_RETRY_DELAY_MS = 24 * 3600 * 1000
+# A resource at capacity with no delay would have its workers claim and defer the same
+# jobs in a loop, each a store round trip: the delay is at least this.
+_MIN_RETRY_DELAY_MS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +76,13 @@ class Resources:
         if (
             isinstance(retry_delay_ms, bool)
             or not isinstance(retry_delay_ms, int)
-            or not 0 <= retry_delay_ms <= _MAX_RETRY_DELAY_MS
+            or not _MIN_RETRY_DELAY_MS <= retry_delay_ms <= _MAX_RETRY_DELAY_MS
         ):
             raise ConfigurationError(
                 f"retry_delay_ms {retry_delay_ms!r} must be a whole number of milliseconds "
-                f"from 0 to {_MAX_RETRY_DELAY_MS} (a day)."
+                f"from {_MIN_RETRY_DELAY_MS} to {_MAX_RETRY_DELAY_MS} (a day): with no "
+                "delay, a resource at capacity would have its workers claim and defer the "
+                "same jobs in a loop."
             )
         settings = ResourceSettings(
             check_resource_name(name), check_max_concurrent(max_concurrent), retry_delay_ms
