@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pymongo import ASCENDING
 
 from ratchet.errors import BusinessKeyConflictError
-from ratchet.spi import ExecutionStatus, JobStatus, retry_blocked_by_business_key
+from ratchet.spi import ExecutionStatus, JobStatus, get_logger, retry_blocked_by_business_key
 from ratchet_store_mongodb._fencing import Doc, ms, unavailable
 from ratchet_store_mongodb._keys import KeyReservations
 
@@ -42,6 +42,8 @@ def while_claimed(
 
     return decide
 
+
+log = get_logger("ratchet.stores.mongodb")
 
 #: The statuses ``cancel_job`` (and the cancels by tag and business key) take to CANCELED.
 _CANCELABLE = (JobStatus.PENDING.value, JobStatus.PAUSED.value, JobStatus.WAITING.value)
@@ -112,7 +114,15 @@ class OutcomeOperations(KeyReservations):
             None,
         )
         if completed:
-            self._release_dependents(job_id)
+            try:
+                self._release_dependents(job_id)
+            except Exception as exc:  # the success stands: the orphan scan releases them
+                log.warning(
+                    "Job %s succeeded, but the chain steps after it could not be released "
+                    "yet (%s); the orphan scan will.",
+                    job_id,
+                    exc,
+                )
         return completed
 
     @unavailable
