@@ -44,11 +44,14 @@ CANCELED_WHILE_RUNNING = "canceled while running"
 
 _REMEMBERED_CANCELS = 10_000
 _CANCEL_TRIES = 3
+# What cancel_job takes to CANCELED: every status of a job that has not started yet.
+_NOT_STARTED = frozenset({JobStatus.PENDING, JobStatus.PAUSED, JobStatus.WAITING})
 
 
 def cancel_in_store(store: JobStore, job_id: str) -> JobStatus | None:
     """Cancel ``job_id`` in the store: the status it was canceled from (PENDING, which
-    stands for PAUSED too, or RUNNING on a store with ``SupportsRunningCancel``), or
+    stands for every status that has not started, PAUSED and WAITING too, or RUNNING on a
+    store with ``SupportsRunningCancel``), or
     ``None`` when it was neither (finished, unknown, or RUNNING on a store without the
     capability).
 
@@ -63,7 +66,7 @@ def cancel_in_store(store: JobStore, job_id: str) -> JobStatus | None:
         job = store.get_job(job_id)
         if job is None:
             return None
-        if job.status in (JobStatus.PENDING, JobStatus.PAUSED):
+        if job.status in _NOT_STARTED:
             if store.cancel_job(job_id):
                 return JobStatus.PENDING
         elif job.status is not JobStatus.RUNNING:
