@@ -322,6 +322,7 @@ def test_a_chain_step_links_to_the_step_it_waits_for(
     page = client.get(f"/jobs/{second.id}").text
     assert f'href="/jobs/{first}"' in page and "WAITING" in page
     assert "/actions/cancel" in page  # a waiting step can be canceled
+    assert f'href="/jobs/{second.id}"' in client.get(f"/jobs/{first}").text  # its next step
 
 
 def test_retry_all_applies_to_the_filter(

@@ -28,7 +28,7 @@ from starlette.templating import Jinja2Templates
 
 from ratchet import JobStatus, Ratchet
 from ratchet.errors import JobLogsUnsupportedError, RatchetError
-from ratchet.spi import JobQuery, SupportsArchiveAccess, SupportsJobQuery, redact
+from ratchet.spi import JobQuery, SupportsArchiveAccess, SupportsChains, SupportsJobQuery, redact
 from ratchet_dashboard import _forms, _reads, _templates
 from ratchet_dashboard._security import (
     ACTOR_KEY,
@@ -186,11 +186,13 @@ class _Dashboard:
             progress = self.app.job_progress(job_id)
         except JobLogsUnsupportedError:
             logs, progress = None, None
+        chains = isinstance(self.app.store, SupportsChains)
         return self.render(
             request,
             "job.html",
             "jobs",
             job=job,
+            next_steps=self.app.dependents(job_id) if chains else [],
             last_error=redact(job.last_error) if job.last_error else None,
             executions=executions,
             logs=logs,
