@@ -109,3 +109,13 @@ class SettleBehindActiveStore(SQLiteJobStore):
             "AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))",
         )
     )
+
+
+class SettleUnguardedStore(SQLiteJobStore):
+    """Settles with the WAITING guard dropped from the release and the cancel: settlers
+    racing over the same steps each count them."""
+
+    statements = SQLiteJobStore.statements.replacing(
+        release_waiting=changed(sql.RELEASE_WAITING, " AND status = 'WAITING'"),
+        cancel_waiting=changed(sql.CANCEL_WAITING, " AND status = 'WAITING'"),
+    )

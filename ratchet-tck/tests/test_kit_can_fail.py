@@ -349,6 +349,7 @@ CATALOGUE = [
     ("CancelUnguardedStore", "test_cancel_dependents_cancels_every_later_step_and_nothing_else"),
     ("SettleCancelsEverythingStore", "test_settling_finishes_what_a_crash_between_writes_left"),
     ("SettleBehindActiveStore", "test_settling_finishes_what_a_crash_between_writes_left"),
+    ("SettleUnguardedStore", "test_settling_from_several_instances_changes_each_step_once"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)

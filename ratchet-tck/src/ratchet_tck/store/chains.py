@@ -9,6 +9,7 @@ N/A for stores without the capability: there a job naming a predecessor is refus
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 import pytest
 
@@ -21,7 +22,14 @@ from ratchet.spi import (
     SupportsChains,
 )
 from ratchet_tck._contract import Level, contract
-from ratchet_tck.store._base import NA_PREFIX, StoreSuiteBase, new_job
+from ratchet_tck.store._base import (
+    NA_PREFIX,
+    StoreFactory,
+    StoreSuiteBase,
+    new_job,
+    raised,
+    run_concurrently,
+)
 from ratchet_tck.store.times import PRECISION, off_window
 
 
@@ -227,3 +235,41 @@ class ChainContracts(StoreSuiteBase):
         assert self.get(store, behind["canceled"].id).status is JobStatus.CANCELED
         assert self.get(store, behind["pending"].id).status is JobStatus.WAITING
         assert chains.settle_waiting_jobs(limit=100) == 0
+
+    @contract("chains", Level.ADVANCED)
+    def test_settling_from_several_instances_changes_each_step_once(
+        self, stores: StoreFactory
+    ) -> None:
+        """Forty steps left WAITING behind finished predecessors (half SUCCEEDED, half
+        FAILED), settled by four store instances at once: their answers add up to forty,
+        every step behind a success is PENDING and every other CANCELED.
+
+        On failure: each release and cancel of the scan must be guarded by the step still
+        being WAITING, and count only the rows it changed.
+        """
+        setup = stores()
+        chains = chain_store(setup)
+        behind: dict[str, JobStatus] = {}
+        for index in range(_SETTLE_STEPS):
+            ended = self.running(setup)
+            if index % 2:
+                assert setup.fail_job(ended.id, ended.claim_seq, error="boom")
+            else:
+                assert setup.complete_job(
+                    ended.id, ended.claim_seq, result_json=None, result_type=None
+                )
+            step = new_job(depends_on=ended.id)
+            setup.enqueue(step)
+            behind[step.id] = JobStatus.CANCELED if index % 2 else JobStatus.PENDING
+        settlers = [chain_store(stores()) for _ in range(_SETTLERS)]
+        answers = run_concurrently(
+            [partial(settler.settle_waiting_jobs, limit=_SETTLE_STEPS) for settler in settlers]
+        )
+        assert raised(answers) == [], raised(answers)
+        assert sum(answers) == _SETTLE_STEPS, f"the settlers answered {answers}"
+        assert {job_id: self.get(setup, job_id).status for job_id in behind} == behind
+        assert chains.settle_waiting_jobs(limit=_SETTLE_STEPS) == 0
+
+
+_SETTLE_STEPS = 40
+_SETTLERS = 4
