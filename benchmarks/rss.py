@@ -64,8 +64,15 @@ def main() -> int:
         (Path(folder) / "rss_app.py").write_text(APP.format(store=args.store))
         env = {**os.environ, "PYTHONPATH": folder}
         worker = subprocess.Popen(
-            [sys.executable, "-m", "ratchet.cli", "worker", "rss_app:app"]
-            + ["--concurrency", str(args.concurrency)],
+            [
+                sys.executable,
+                "-m",
+                "ratchet.cli",
+                "worker",
+                "rss_app:app",
+                "--concurrency",
+                str(args.concurrency),
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
