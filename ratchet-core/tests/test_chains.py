@@ -10,12 +10,13 @@ failure bounds only.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import FAST, job_status
+from conftest import FAST, job_status, wait_until
 from ratchet import JobPriority, JobResult, JobStatus, Ratchet, current_job
 from ratchet.cli import main
 from ratchet.errors import ConfigurationError
@@ -199,3 +200,25 @@ def test_ratchet_jobs_show_prints_the_links_of_a_step(
     assert f"next steps: {second} (WAITING)" in capsys.readouterr().out
     assert main(["jobs", "show", second]) == 0
     assert f"depends on: {first}" in capsys.readouterr().out
+
+
+def test_the_orphan_scan_settles_a_step_a_crash_left_waiting(sqlite_url: str) -> None:
+    """A step left WAITING behind a predecessor that already SUCCEEDED (what a crash
+    between a success and its release leaves on a store without multi-document
+    transactions; made here by enqueueing the step after the success): the running
+    worker's orphan scan releases it and it runs."""
+    ran: list[int] = []
+    with Ratchet(sqlite_url, **FAST, orphan_scan_interval_minutes=0.2 / 60) as application:
+
+        @application.job(name="record")
+        def record(n: int) -> None:
+            ran.append(n)
+
+        first = record.enqueue(1)
+        application.run_until_idle(timeout=BOUND)
+        late = dataclasses.replace(application.builder(record, 2).build(), depends_on=first)
+        application.store.enqueue(late)
+        assert job_status(application, late.id) is JobStatus.WAITING
+        with application.worker():
+            wait_until(lambda: ran == [1, 2], "the orphan scan to release the step")
+        assert job_status(application, late.id) is JobStatus.SUCCEEDED
