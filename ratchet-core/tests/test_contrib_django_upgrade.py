@@ -4,7 +4,8 @@ release's ``migrate`` left) reaches the shipped store schema with ``migrate``, t
 ``ratchet.0002_archive_purge`` (and one at store schema 4 through
 ``ratchet.0003_job_query``, one at store schema 5 through ``ratchet.0004_flow_control``,
 one at store schema 6 through ``ratchet.0005_queues``, one at store schema 7 through
-``ratchet.0006_paused_jobs`` and one at store schema 8 through ``ratchet.0007_chains``). Run in subprocesses with the example project's settings
+``ratchet.0006_paused_jobs``, one at store schema 8 through ``ratchet.0007_chains`` and
+one at store schema 9 through ``ratchet.0008_signals``). Run in subprocesses with the example project's settings
 (examples/django, a temporary SQLite file), as Django's settings are process-wide.
 """
 
@@ -131,6 +132,8 @@ def _job_table_sql(conn: sqlite3.Connection) -> str:
         (7, "0005_queues", "0006_paused_jobs", set(), "'PAUSED'"),
         # 0007: the depends_on column of store migration 9
         (8, "0006_paused_jobs", "0007_chains", {"ratchet_job_depends_on"}, "depends_on"),
+        # 0008: the signal columns of store migration 10
+        (9, "0007_chains", "0008_signals", {"ratchet_job_signal_waiters"}, "signal_key"),
     ],
 )
 def test_migrate_brings_a_later_install_to_the_shipped_schema(

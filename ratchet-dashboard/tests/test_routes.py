@@ -325,6 +325,19 @@ def test_a_chain_step_links_to_the_step_it_waits_for(
     assert f'href="/jobs/{second.id}"' in client.get(f"/jobs/{first}").text  # its next step
 
 
+def test_a_job_awaiting_a_signal_shows_its_key_then_its_payload(
+    client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
+) -> None:
+    job_id = ratchet_app.builder("ok", 1).await_signal("approval-7", timeout=600).submit()
+    page = client.get(f"/jobs/{job_id}").text
+    assert "approval-7" in page and "awaited until" in page and "WAITING" in page
+    assert "Signal payload" not in page
+    assert ratchet_app.deliver_signal("approval-7", {"approved": "yes-<b>"}) == 1
+    page = client.get(f"/jobs/{job_id}").text
+    assert "delivered" in page and "Signal payload" in page
+    assert "yes-&lt;b&gt;" in page and "yes-<b>" not in page  # escaped like any payload
+
+
 def test_retry_all_applies_to_the_filter(
     client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
 ) -> None:

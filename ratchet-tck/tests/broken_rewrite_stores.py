@@ -48,8 +48,8 @@ class RewriteTouchesFinishedAtStore(SQLiteJobStore):
     statements = SQLiteJobStore.statements.replacing(
         rewrite_payload=changed(
             sql.REWRITE_PAYLOAD,
-            "result_json = :result_json\n",
-            "result_json = :result_json, finished_at = :now, updated_at = :now\n",
+            "result_json = :result_json,",
+            "result_json = :result_json, finished_at = :now, updated_at = :now,",
         )
     )
 
@@ -58,7 +58,7 @@ class RewriteSkipsResultStore(SQLiteJobStore):
     """Leaves the result out of the rewrite: a re-encrypted result is never stored."""
 
     statements = SQLiteJobStore.statements.replacing(
-        rewrite_payload=changed(sql.REWRITE_PAYLOAD, ",\n    result_json = :result_json")
+        rewrite_payload=changed(sql.REWRITE_PAYLOAD, ",\n    result_json = :result_json,", ",")
     )
 
 
@@ -116,6 +116,7 @@ class CheckThenWriteRewriteStore(SQLiteJobStore):
         kwargs_json: str,
         params: dict[str, Any],
         result_json: str | None,
+        signal_json: str | None = None,
     ) -> bool:
         if stored.archived:  # the archive is not raced: the real rewrite
             return super().rewrite_payload(
@@ -124,6 +125,7 @@ class CheckThenWriteRewriteStore(SQLiteJobStore):
                 kwargs_json=kwargs_json,
                 params=params,
                 result_json=result_json,
+                signal_json=signal_json,
             )
         current = self.get_job(stored.job_id)
         if current is None or (current.status, current.claim_seq) != (
@@ -138,6 +140,7 @@ class CheckThenWriteRewriteStore(SQLiteJobStore):
             "kwargs_json": kwargs_json,
             "params": self.encode.params(params),
             "result_json": result_json,
+            "signal_json": signal_json,
         }
         unfenced = changed(sql.REWRITE_PAYLOAD, " AND status = :status AND claim_seq = :claim_seq")
         with self._write() as (conn, _now):

@@ -35,6 +35,7 @@ import broken_resource_permit_stores
 import broken_retry_stores
 import broken_rewrite_stores
 import broken_running_cancel_stores
+import broken_signal_stores
 import broken_snooze_stores
 import reference_stores
 
@@ -64,6 +65,7 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_named_queue_stores,
         broken_job_pause_stores,
         broken_chain_stores,
+        broken_signal_stores,
         reference_stores,
     )
     for module in modules:

@@ -350,6 +350,36 @@ CATALOGUE = [
     ("SettleCancelsEverythingStore", "test_settling_finishes_what_a_crash_between_writes_left"),
     ("SettleBehindActiveStore", "test_settling_finishes_what_a_crash_between_writes_left"),
     ("SettleUnguardedStore", "test_settling_from_several_instances_changes_each_step_once"),
+    # signals (SupportsSignals)
+    (
+        "SignalWaiterStoredPendingStore",
+        "test_a_job_awaiting_a_signal_waits_unclaimed_with_its_key_and_deadline",
+    ),
+    (
+        "WaitersOfEveryKeyStore",
+        "test_a_job_awaiting_a_signal_waits_unclaimed_with_its_key_and_deadline",
+    ),
+    ("DeliveryUnguardedStore", "test_a_delivery_releases_the_job_once_with_its_payload"),
+    ("DeliveryKeepsDeadlineStore", "test_a_delivery_releases_the_job_once_with_its_payload"),
+    (
+        "DeliveryToAnyWaitingStore",
+        "test_a_delivery_to_a_job_awaiting_no_signal_changes_nothing",
+    ),
+    (
+        "ExpiredBeforeDeadlineStore",
+        "test_expired_waits_are_read_earliest_deadline_first_and_only_when_due",
+    ),
+    (
+        "ForeverExpiresStore",
+        "test_expired_waits_are_read_earliest_deadline_first_and_only_when_due",
+    ),
+    ("RearmKeepsDeadlineStore", "test_an_expired_wait_is_charged_then_waits_again_or_fails"),
+    ("ExpiryIgnoresAttemptsStore", "test_an_expired_wait_is_charged_then_waits_again_or_fails"),
+    ("FailedWithoutFinishStore", "test_an_expired_wait_is_charged_then_waits_again_or_fails"),
+    ("DeliveryReadThenWriteStore", "test_concurrent_deliveries_to_one_job_release_it_once"),
+    ("ExpiryReadThenWriteStore", "test_a_delivery_and_an_expiry_racing_for_a_job_apply_once"),
+    ("RotationSkipsSignalStore", "test_a_delivered_payload_is_rotated_with_the_others"),
+    ("ArchiveScanWithoutSignalStore", "test_a_delivered_payload_is_rotated_with_the_others"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -433,6 +463,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_retry_stores
     import broken_rewrite_stores
     import broken_running_cancel_stores
+    import broken_signal_stores
     import broken_snooze_stores
     import broken_stores
 
@@ -458,6 +489,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_named_queue_stores,
             broken_job_pause_stores,
             broken_chain_stores,
+            broken_signal_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

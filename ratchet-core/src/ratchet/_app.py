@@ -15,6 +15,7 @@ from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._engine.permits import DEFAULT_RETRY_DELAY_MS, Resources, ResourceSettings
 from ratchet._engine.queues import queue_store
+from ratchet._engine.signals import deliver_signal, encode_signal_payload
 from ratchet._environment import warn_about_unknown_variables
 from ratchet._event_bus import Subscription
 from ratchet._job_logs import JobLogs, JobProgress
@@ -86,6 +87,7 @@ from ratchet.spi import (
     SupportsJobLogs,
     SupportsJobPause,
     SupportsRecurringPause,
+    SupportsSignals,
     SupportsTransactionalEnqueue,
     WakeupHint,
 )
@@ -698,6 +700,29 @@ class Ratchet:
             self._announce(int(job.priority) if job is not None else int(JobPriority.NORMAL))
         return resumed
 
+    # -- signals -------------------------------------------------------------------------
+
+    def deliver_signal(self, job_id_or_key: str, payload: Any = None) -> int:
+        """Deliver a signal: to the job ``job_id_or_key`` when that is the id of a job
+        submitted with ``builder.await_signal(...)``, else to every job awaiting the key
+        ``job_id_or_key``. Each job released becomes PENDING (workers are woken), runs, and
+        reads ``payload`` (any JSON value: a decision such as ``{"approved": True}`` is a
+        value like any other) as ``current_job().signal``. Returns how many jobs it
+        released: 0 for a repeat (the first payload stays), an unknown id or key, or jobs
+        no longer waiting (canceled, or failed after their last timeout).
+
+        The payload is checked first (ArgumentsNotSerializableError, PayloadTooLargeError:
+        nothing delivered) and sealed for a job whose arguments are sealed.
+        ConfigurationError when the store keeps no signals
+        (``ratchet.spi.SupportsSignals``; every first-party store does)."""
+        store = _signal_store(self.store)
+        key = _signal_target(job_id_or_key)
+        payload_json = encode_signal_payload(payload, max_bytes=self.options.max_payload_bytes)
+        delivered = deliver_signal(store, self.payloads, key, payload_json)
+        if delivered.priority is not None:
+            self._announce(delivered.priority)
+        return delivered.count
+
     def _check_queue(self, queue: str) -> None:
         """A builder's check: a job outside the default queue needs a store that keeps
         queues."""
@@ -887,6 +912,7 @@ class Ratchet:
     def _store_job_in(self, connection: Any, job: NewJob) -> str:
         """Store a built job in the caller's transaction (a builder's ``submit_in``)."""
         store = self._transactional_store()
+        _check_signal_store(self.store, [job])
         with self.observers.enqueuing([job], transactional=True) as stored:
             store.enqueue_in(connection, stored[0])
         return job.id
@@ -904,6 +930,7 @@ class Ratchet:
         """Store a chain's steps in one write (a chain builder's ``submit``); the first
         step's id."""
         _chain_store(self.store)
+        _check_signal_store(self.store, jobs)
         with self.observers.enqueuing(jobs) as stored:
             self.store.enqueue_many(stored)
         self._announce(jobs[0].priority)
@@ -917,6 +944,7 @@ class Ratchet:
 
     def _store_job(self, job: NewJob) -> str:
         """Store a built job and wake the workers (a builder's ``submit``)."""
+        _check_signal_store(self.store, [job])
         with self.observers.enqueuing([job]) as stored:
             self.store.enqueue(stored[0])
         self._announce(job.priority)
@@ -1341,6 +1369,33 @@ def _job_pause_store(store: JobStore) -> SupportsJobPause:
             "pauses jobs (every first-party store does)."
         )
     return store
+
+
+def _signal_store(store: JobStore) -> SupportsSignals:
+    """``store`` as one that keeps jobs awaiting signals; ConfigurationError otherwise."""
+    if not isinstance(store, SupportsSignals):
+        raise ConfigurationError(
+            f"The store {store.describe()} keeps no jobs awaiting signals (it lacks "
+            "ratchet.spi.SupportsSignals). Use a store that does (every first-party store "
+            "does), or have the job poll for its condition and Snooze until it holds."
+        )
+    return store
+
+
+def _check_signal_store(store: JobStore, jobs: list[NewJob]) -> None:
+    """ConfigurationError (nothing stored) when a job awaits a signal and ``store`` keeps
+    none."""
+    if any(job.signal_key is not None for job in jobs):
+        _signal_store(store)
+
+
+def _signal_target(job_id_or_key: Any) -> str:
+    if not isinstance(job_id_or_key, str) or not job_id_or_key.strip():
+        raise ValueError(
+            f"deliver_signal needs a job id or a signal key (a non-empty string), got "
+            f"{job_id_or_key!r}."
+        )
+    return job_id_or_key
 
 
 def _chain_store(store: JobStore) -> SupportsChains:

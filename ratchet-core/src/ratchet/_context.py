@@ -113,6 +113,9 @@ class JobContext:
         default=None, repr=False, compare=False
     )
     _previous: list[JobResult | None] = field(default_factory=list, repr=False, compare=False)
+    # Reads the payload of the signal delivered to this job (None when it awaited none).
+    _read_signal: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+    _signal: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     def param(self, key: str, default: Any = None) -> Any:
         return self.params.get(key, default)
@@ -127,6 +130,17 @@ class JobContext:
             read = self._read_previous
             self._previous.append(None if read is None else read())
         return self._previous[0]
+
+    @property
+    def signal(self) -> Any:
+        """The payload of the signal delivered to this job (``builder.await_signal`` and
+        ``app.deliver_signal(id_or_key, payload)``), as the JSON value it was delivered
+        as, or ``None`` when the job awaited no signal. Read from the store on first use,
+        then kept for the attempt."""
+        if not self._signal:
+            read = self._read_signal
+            self._signal.append(None if read is None else read())
+        return self._signal[0]
 
     @property
     def cancel_requested(self) -> bool:

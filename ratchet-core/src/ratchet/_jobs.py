@@ -439,6 +439,8 @@ class JobBuilder:
     # its store of a whole chain (returns the first job's id). None: no chains.
     next_step: Callable[..., JobBuilder] | None = field(default=None, repr=False)
     store_chain: Callable[[list[NewJob]], str] | None = field(default=None, repr=False)
+    signal_key_value: str | None = None
+    signal_timeout_value: float | None = None
 
     @classmethod
     def for_definition(
@@ -570,6 +572,29 @@ class JobBuilder:
         self.queue_value = queue_name(name)
         return self
 
+    def await_signal(self, key: str, timeout: timedelta | float | None = None) -> JobBuilder:
+        """Store the job WAITING until a signal is delivered to it or to ``key``
+        (``app.deliver_signal(job_id_or_key, payload)``); it then runs and reads the payload
+        as ``current_job().signal``. ``timeout`` (a timedelta or seconds, at most 10 years;
+        ``None`` waits for ever) bounds each wait: one that runs out counts as a failed
+        attempt, so the job waits again after its backoff while retries remain, then fails
+        into the dead-letter queue. Waits are checked by the orphan scan, so a timeout is
+        noticed up to ``RATCHET_ORPHAN_SCAN_INTERVAL_MINUTES`` late. The job's own delay
+        does not apply (it runs when the signal comes)."""
+        self.signal_key_value = _key(key, "Signal key")
+        if timeout is None:
+            self.signal_timeout_value = None
+            return self
+        seconds: Any = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        seconds = check_delay(seconds, what="Signal timeout")
+        if seconds <= 0:
+            raise ValueOutOfRangeError(
+                f"Signal timeout {echo(timeout)} would end the wait before it began; give a "
+                "positive timeout, or None to wait for ever."
+            )
+        self.signal_timeout_value = seconds
+        return self
+
     def param(self, key: str, value: Any) -> JobBuilder:
         """A named value the job reads with ``current_job().param(key)``."""
         self.params_value[_key(key, "Param key")] = value
@@ -603,6 +628,16 @@ class JobBuilder:
             params,
             max_bytes=self.max_payload_bytes,
         )
+        scheduled_at, delay_seconds = self.scheduled_at, self.delay_seconds
+        if self.signal_key_value is not None:
+            if scheduled_at is not None or delay_seconds:
+                raise ValueError(
+                    f"Job {definition.name!r} awaits the signal {self.signal_key_value!r}, so it "
+                    "runs when the signal comes: drop .delay()/.at(), or bound the wait with "
+                    "await_signal(key, timeout=...)."
+                )
+            # While the job waits, its scheduled_at is the wait's deadline.
+            delay_seconds = self.signal_timeout_value or 0.0
         return NewJob(
             id=new_job_id(),
             name=definition.name,
@@ -618,10 +653,12 @@ class JobBuilder:
             idempotency_key=self.idempotency_key_value,
             tags=self.tags_value,
             params=dict(params),
-            scheduled_at=self.scheduled_at,
-            delay_seconds=self.delay_seconds,
+            scheduled_at=scheduled_at,
+            delay_seconds=delay_seconds,
             encrypted=self.encrypted_value,
             queue=self.queue_value,
+            signal_key=self.signal_key_value,
+            signal_timeout_seconds=self.signal_timeout_value,
         )
 
     def submit(self) -> str:
@@ -684,7 +721,14 @@ class ChainBuilder:
         depending on the one before it; nothing stored."""
         jobs = [self.first.build()]
         for step in self.steps:
-            jobs.append(dataclasses.replace(step.build(), depends_on=jobs[-1].id))
+            job = step.build()
+            if job.signal_key is not None:
+                raise ValueError(
+                    f"Step {job.name!r} of a chain awaits the signal {job.signal_key!r}; only a "
+                    "chain's first step can await a signal (the others wait for the step "
+                    "before them). Start the chain with that step, or submit it on its own."
+                )
+            jobs.append(dataclasses.replace(job, depends_on=jobs[-1].id))
         return jobs
 
     def submit(self) -> str:

@@ -13,6 +13,7 @@ __all__ = [
     "STALE_EXECUTION_MESSAGE",
     "UNSTARTED_RECOVERED_MESSAGE",
     "dependency_failed_message",
+    "signal_timeout_message",
 ]
 
 ORPHAN_RECOVERED_MESSAGE = (
@@ -39,3 +40,9 @@ def dependency_failed_message(job_id: str) -> str:
     """The ``last_error`` of a chain step canceled because ``job_id``, a step before it,
     failed or was canceled (``SupportsChains.cancel_dependents``)."""
     return f"Canceled: job {job_id}, which this job depends on, did not succeed."
+
+
+def signal_timeout_message(key: str, timeout_seconds: float) -> str:
+    """The ``last_error`` of a job whose wait for the signal ``key`` ran out
+    (``SupportsSignals.expire_signal_wait``)."""
+    return f"SignalTimeout: no signal {key!r} was delivered within {timeout_seconds:g} s."

@@ -10,6 +10,7 @@ sealed result.
 
 Bindings (the associated data of each value) name the row and the column:
 ``job/<id>/args``, ``job/<id>/kwargs``, ``job/<id>/params``, ``job/<id>/result``,
+``job/<id>/signal`` (a delivered signal's payload: sealed when the job's arguments are),
 ``recurring/<id>/args``, ``recurring/<id>/kwargs``.
 """
 
@@ -115,6 +116,20 @@ class Payloads:
         encryption = self.require(f"Job {job.name!r}")
         token = encryption.seal(result_json, binding=_binding("job", job.id, "result"))
         return encode_json(_envelope(token))
+
+    def seal_signal(self, job_id: str, payload_json: str) -> str:
+        """A signal payload as stored for a job whose arguments are sealed."""
+        encryption = self.require(f"The signal for job {job_id!r}")
+        token = encryption.seal(payload_json, binding=_binding("job", job_id, "signal"))
+        return encode_json(_envelope(token))
+
+    def open_signal(self, job: Job) -> Any:
+        """The signal payload delivered to ``job``, opened when sealed
+        (PayloadDecryptionError when it cannot be opened here)."""
+        token = sealed_token(job.signal)
+        if token is None:
+            return job.signal
+        return json.loads(self._open(token, "job", job.id, "signal"))
 
     def seal_template(
         self, definition: RecurringDefinition, *, encrypted: bool
@@ -223,6 +238,7 @@ class Payloads:
             kwargs=dict(kwargs),
             params=self._open_params(job.params, job.id),
             result=result,
+            signal=self.open_signal(job),
         )
 
     def open_template(self, definition: RecurringDefinition) -> tuple[str, str]:

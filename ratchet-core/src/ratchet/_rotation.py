@@ -3,7 +3,8 @@
 After a new key is put first in ``RATCHET_ENCRYPTION_KEYS`` (the old ones kept after it),
 new values are sealed with it at once, but stored rows keep the key they were sealed with.
 A rotation walks the live jobs, the archive and the recurring templates in id order, in
-batches, and re-seals every value whose key is not the write key. A row is rewritten
+batches, and re-seals every value whose key is not the write key (arguments, params,
+results and delivered signal payloads). A row is rewritten
 only while its status and claim sequence are the ones it was read with
 (:meth:`ratchet.spi.SupportsPayloadRewrite.rewrite_payload`), so a rotation never
 overwrites a worker's outcome; such a row is counted as moved on and the next run takes
@@ -108,6 +109,11 @@ def _reseal_row(
             if stored.result_json is None
             else resealer.text(stored.result_json, job_id, "result")
         )
+        signal_json = (
+            None
+            if stored.signal_json is None
+            else resealer.text(stored.signal_json, job_id, "signal")
+        )
     except RatchetError as exc:  # no configured key opens it, or it was changed
         report.unreadable += 1
         if len(report.unreadable_ids) < 100:
@@ -119,12 +125,21 @@ def _reseal_row(
         and kwargs_json is stored.kwargs_json
         and params is stored.params
         and result_json is stored.result_json
+        and signal_json is stored.signal_json
     )
     if unchanged:
         report.current += 1
         return
+    # A signal payload is passed only when there is one: a store without signals has no
+    # such parameter.
+    extra = {} if signal_json is None else {"signal_json": signal_json}
     if store.rewrite_payload(
-        stored, args_json=args_json, kwargs_json=kwargs_json, params=params, result_json=result_json
+        stored,
+        args_json=args_json,
+        kwargs_json=kwargs_json,
+        params=params,
+        result_json=result_json,
+        **extra,
     ):
         report.resealed += 1
     else:

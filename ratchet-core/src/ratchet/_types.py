@@ -49,8 +49,9 @@ class JobStatus(enum.StrEnum):
     PAUSED = "PAUSED"
     """A PENDING job an operator paused (``app.pause_job``): not claimed until resumed."""
     WAITING = "WAITING"
-    """A chain step waiting for the job it depends on (``Job.depends_on``) to succeed:
-    not claimed until then, canceled if that job fails or is canceled."""
+    """Not claimed until something releases it: a chain step waiting for the job it
+    depends on (``Job.depends_on``) to succeed (canceled if that job fails or is
+    canceled), or a job awaiting a signal (``Job.signal_key``) until one is delivered."""
 
 
 ACTIVE_STATUSES = frozenset(
@@ -132,6 +133,21 @@ class NewJob:
     """The id of the job this one waits for (a chain's previous step, enqueued before it or
     earlier in the same batch): the job is stored WAITING and released by that job's
     success (:class:`~ratchet.spi.SupportsChains`; other stores refuse it)."""
+    signal_key: str | None = None
+    """The signal this job awaits (``builder.await_signal``): the job is stored WAITING
+    and released by a delivery to it or to this key (:class:`~ratchet.spi.SupportsSignals`;
+    other stores refuse it). Never set together with ``depends_on``."""
+    signal_timeout_seconds: float | None = None
+    """How long the job waits for its signal, or ``None`` for ever. The application
+    passes the same value as ``delay_seconds``, so the stored ``scheduled_at`` is the
+    deadline."""
+
+    @property
+    def initial_status(self) -> JobStatus:
+        """How a store must insert the job: WAITING for a chain step or a job awaiting a
+        signal, else PENDING."""
+        waits = self.depends_on is not None or self.signal_key is not None
+        return JobStatus.WAITING if waits else JobStatus.PENDING
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -176,6 +192,16 @@ class Job:
     queue: str = DEFAULT_QUEUE
     depends_on: str | None = None
     """The job this one waited for, in a chain (``None`` outside chains)."""
+    signal_key: str | None = None
+    """The signal this job awaits or awaited (``builder.await_signal``), else ``None``.
+    While the job is WAITING for it, ``scheduled_at`` is its deadline (when it has a
+    ``signal_timeout_seconds``)."""
+    signal_timeout_seconds: float | None = None
+    """How long each wait for the signal lasts (``None``: for ever)."""
+    signal: Any = None
+    """The delivered signal's payload, decoded from JSON (``None`` before a delivery)."""
+    signal_delivered_at: datetime | None = None
+    """When the signal was delivered (database time), or ``None``."""
 
     @property
     def priority_name(self) -> str:
@@ -316,6 +342,9 @@ class StoredPayload:
     kwargs_json: str
     params: dict[str, Any]
     result_json: str | None
+    signal_json: str | None = None
+    """The payload of a delivered signal as stored (stores with
+    :class:`~ratchet.spi.SupportsSignals`), else ``None``."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

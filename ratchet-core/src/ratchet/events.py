@@ -138,8 +138,9 @@ class JobDeadLettered(JobEvent):
     """The job moved to the dead-letter queue (FAILED). ``reason`` is one of
     ``"retries_exhausted"``, ``"permanent_error"`` (:class:`~ratchet.DoNotRetry`, a refused
     target, undecodable arguments), ``"crash_limit"`` (it crashed its nodes too often; no
-    :class:`JobFailed` precedes it) or ``"recording_failed"`` (its outcome could not be
-    recorded as decided)."""
+    :class:`JobFailed` precedes it), ``"signal_timeout"`` (its last wait for a signal ran
+    out: ``error_type`` ``"ratchet.SignalTimeout"``) or ``"recording_failed"`` (its
+    outcome could not be recorded as decided)."""
 
     attempt: int
     claim_seq: int

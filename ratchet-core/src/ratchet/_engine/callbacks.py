@@ -124,6 +124,13 @@ class Callbacks:
         )
 
     def after_crash_limit(self, job: Job, message: str) -> None:
+        self.after_job_failure(
+            job, message, error_type="ratchet.CrashLimitReached", attempt=job.attempts
+        )
+
+    def after_job_failure(self, job: Job, message: str, *, error_type: str, attempt: int) -> None:
+        """``job`` (as read from the store, params opened) failed for good without an
+        attempt of ours ending: the crash limit, a signal that never came."""
         path = job.params.get(ON_FAILURE_PARAM)
         if not isinstance(path, str):
             return
@@ -137,9 +144,9 @@ class Callbacks:
                 job_id=job.id,
                 name=job.name,
                 succeeded=False,
-                attempt=job.attempts,
+                attempt=attempt,
                 error=message,
-                error_type="ratchet.CrashLimitReached",
+                error_type=error_type,
                 params=dict(job.params),
             ),
         )

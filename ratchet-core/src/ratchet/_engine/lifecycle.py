@@ -196,6 +196,59 @@ class Lifecycle:
         if self.callbacks is not None:
             self.callbacks.after_crash_limit(job, message)
 
+    def signal_timed_out(self, job: Job, message: str, *, retry_delay: float | None) -> None:
+        """The wait of ``job`` (as read before the write) for its signal ran out and was
+        charged as attempt ``attempts + 1``: it waits again after ``retry_delay`` seconds,
+        or (``None``) it was dead-lettered for ``"signal_timeout"``. The attempt's duration
+        is the wait's timeout; no body ran."""
+        attempt = job.attempts + 1
+        error_type = "ratchet.SignalTimeout"
+        wants_failed = self.events.wants(JobFailed)
+        wants_dead = retry_delay is None and self.events.wants(JobDeadLettered)
+        at = self.clock.now() if wants_failed or wants_dead else None
+        if wants_failed:
+            next_at = None
+            if retry_delay is not None and at is not None:
+                next_at = at + timedelta(seconds=retry_delay)
+            self.events.emit(
+                JobFailed(
+                    node_id=self.node_id,
+                    at=at,
+                    job_id=job.id,
+                    name=job.name,
+                    priority=job.priority,
+                    attempt=attempt,
+                    claim_seq=job.claim_seq,
+                    duration_seconds=job.signal_timeout_seconds or 0.0,
+                    error_type=error_type,
+                    error_message=message,
+                    will_retry=retry_delay is not None,
+                    retry_delay_seconds=retry_delay,
+                    next_attempt_at=next_at,
+                )
+            )
+        if wants_dead:
+            self.events.emit(
+                JobDeadLettered(
+                    node_id=self.node_id,
+                    at=at,
+                    job_id=job.id,
+                    name=job.name,
+                    priority=job.priority,
+                    attempt=attempt,
+                    claim_seq=job.claim_seq,
+                    reason="signal_timeout",
+                    error_type=error_type,
+                    error_message=message,
+                )
+            )
+        if retry_delay is None:
+            self._ended(job.id)
+            if self.callbacks is not None:
+                self.callbacks.after_job_failure(
+                    job, message, error_type=error_type, attempt=attempt
+                )
+
     def canceled(self, store: JobStore, job_ids: Sequence[str]) -> None:
         """These jobs were canceled (``app.cancel_job``, or chain steps behind a step that
         did not succeed): a :class:`JobCanceled` each (read back for its name and time),

@@ -3,8 +3,9 @@
 Every node runs the loop; a store lock makes one node scan at a time. A scan returns the
 claims of nodes silent for longer than the orphan grace to the queue (a claim whose start
 was recorded is charged a crash), dead-letters the jobs that reached the crash limit
-(using no attempt: no attempt finished), closes execution records left open, and removes
-stale nodes. Scans are desynchronised between nodes (a jittered interval); the archiver
+(using no attempt: no attempt finished), closes execution records left open, settles
+chains, charges the waits for a signal that ran out (:mod:`ratchet._engine.signals`), and
+removes stale nodes. Scans are desynchronised between nodes (a jittered interval); the archiver
 runs at its cron instants (:mod:`ratchet._engine.archiver`).
 """
 
@@ -20,6 +21,7 @@ from ratchet._engine.chains import cancel_rest_of_chain, settle_chains
 from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import NodeContext
 from ratchet._engine.purges import RetentionPurges
+from ratchet._engine.signals import expire_signal_waits
 from ratchet._logs import get_logger
 from ratchet._messages import CRASH_LIMIT_MESSAGE, STALE_EXECUTION_MESSAGE
 from ratchet._types import OrphanRecovery
@@ -129,6 +131,9 @@ class Maintenance:
             )
             if settle_chains(self.store, limit=ORPHAN_SCAN_LIMIT):
                 self.context.wakeups.wake()  # chain steps released behind a success
+            expire_signal_waits(
+                self.store, self.context.payloads, self.lifecycle, limit=ORPHAN_SCAN_LIMIT
+            )
             stale = self.store.list_stale_nodes(grace)
             if stale:
                 self.store.remove_nodes([node.node_id for node in stale])

@@ -35,6 +35,7 @@ from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.outcomes import Fail, Outcome, OutcomeRecorder, Postpone, Retry, Succeed
 from ratchet._engine.permits import PermitGate, PermitHeld, capacity_message
 from ratchet._engine.queues import QueueConcurrency, queue_deferral_message
+from ratchet._engine.signals import read_signal
 from ratchet._engine.targets import resolve_untrusted_target
 from ratchet._engine.timeouts import await_with_timeout, call_with_timeout
 from ratchet._failures import Snooze, is_do_not_retry
@@ -356,6 +357,7 @@ class JobRunner:
             logger=logger,
             _log=stored,
             _read_previous=lambda: previous_result(store, payloads, job.id),
+            _read_signal=lambda: read_signal(store, payloads, job.id),
         )
 
     def _call(

@@ -142,13 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.set_defaults(handler=c.cmd_enqueue)
 
     jobs = commands.add_parser(
-        "jobs", help="list, show, retry, cancel, pause or resume jobs; read their logs"
+        "jobs",
+        help="list, show, retry, cancel, pause or resume jobs; read their logs; signal them",
     )
     jobs_sub = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
     jobs_list = jobs_sub.add_parser("list", help="list jobs, newest first")
     _store_options(jobs_list)
     jobs_list.add_argument(
-        "--status", help="PENDING, RUNNING, SUCCEEDED, FAILED, CANCELED or PAUSED"
+        "--status", help="PENDING, RUNNING, SUCCEEDED, FAILED, CANCELED, PAUSED or WAITING"
     )
     jobs_list.add_argument("--tag")
     jobs_list.add_argument("--limit", type=whole_number_in(1, MAX_LIST, example=50), default=50)
@@ -165,6 +166,17 @@ def build_parser() -> argparse.ArgumentParser:
         _store_options(action)
         action.add_argument("job_id", metavar="ID")
         action.set_defaults(handler=handler)
+
+    signal = jobs_sub.add_parser(
+        "signal",
+        help="deliver a signal to a job awaiting one, by id, or to every job awaiting a key",
+    )
+    _store_options(signal)
+    signal.add_argument("target", metavar="ID_OR_KEY")
+    signal.add_argument(
+        "--payload", metavar="JSON", help="the JSON value the jobs read (default: null)"
+    )
+    signal.set_defaults(handler=c.cmd_jobs_signal)
 
     dlq = commands.add_parser("dlq", help="the dead-letter queue (FAILED jobs)")
     dlq_sub = dlq.add_subparsers(dest="action", required=True, metavar="ACTION")

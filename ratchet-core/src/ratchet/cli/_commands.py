@@ -393,6 +393,22 @@ def cmd_jobs_pause(args: argparse.Namespace) -> int:
     return _not_in_state(app.store, args.job_id, "PENDING", "paused")
 
 
+def cmd_jobs_signal(args: argparse.Namespace) -> int:
+    """Deliver a signal (``app.deliver_signal``): to the job ID, or to every job awaiting
+    the key; prints how many it released."""
+    try:
+        payload = None if args.payload is None else json.loads(args.payload)
+    except ValueError as exc:
+        raise ValueError(
+            f"--payload {args.payload!r} is not JSON ({exc}); quote it for your shell, as in "
+            """--payload '{"approved": true}'."""
+        ) from exc
+    app = Ratchet(open_store(args, writes=True), coordinator="none")
+    released = app.deliver_signal(args.target, payload)
+    _output.echo(f"Signal {args.target!r}: released {released} job(s).")
+    return 0
+
+
 def cmd_jobs_resume(args: argparse.Namespace) -> int:
     """PAUSED → PENDING, due at the time it had."""
     app = Ratchet(open_store(args, writes=True), coordinator="none")

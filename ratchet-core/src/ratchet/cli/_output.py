@@ -116,6 +116,8 @@ def job_details(job: Job, executions: Sequence[Execution], dependents: Sequence[
         ("finished", when(job.finished_at)),
         ("result", "" if job.result is None else f"{job.result!r} ({job.result_type})"),
         ("depends on", job.depends_on or ""),
+        ("awaits signal", _signal_wait(job)),
+        ("signal", "" if job.signal_delivered_at is None else _delivered(job)),
         ("next steps", ", ".join(f"{d.id} ({d.status.value})" for d in dependents)),
     ]
     width = max(len(name) for name, _ in fields)
@@ -141,6 +143,21 @@ def job_details(job: Job, executions: Sequence[Execution], dependents: Sequence[
             table(("#", "CLAIM", "OUTCOME", "NODE", "STARTED", "FINISHED", "MESSAGE"), rows)
         )
     return "\n".join(lines)
+
+
+def _signal_wait(job: Job) -> str:
+    """The signal a job awaits (or awaited), with its deadline while it waits."""
+    if job.signal_key is None:
+        return ""
+    if job.status is not JobStatus.WAITING or job.signal_delivered_at is not None:
+        return job.signal_key
+    if job.signal_timeout_seconds is None:
+        return f"{job.signal_key} (no timeout)"
+    return f"{job.signal_key} (until {when(job.scheduled_at)})"
+
+
+def _delivered(job: Job) -> str:
+    return f"{job.signal!r} (delivered {when(job.signal_delivered_at)})"
 
 
 def last_error_heading(job: Job, executions: Sequence[Execution]) -> str:

@@ -40,6 +40,7 @@ __all__ = [
     "SupportsResourcePermits",
     "SupportsRunningCancel",
     "SupportsSchema",
+    "SupportsSignals",
     "SupportsSnooze",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",
@@ -427,6 +428,56 @@ class SupportsChains(Protocol):
 
 
 @runtime_checkable
+class SupportsSignals(Protocol):
+    """A store that keeps jobs waiting for a signal (``builder.await_signal(key,
+    timeout)``, ``app.deliver_signal``); without it such a job cannot be stored.
+
+    A job enqueued with :attr:`NewJob.signal_key <ratchet.spi.NewJob.signal_key>` must be
+    stored WAITING, with ``Job.signal_key`` and ``Job.signal_timeout_seconds`` read back as
+    given, and ``scheduled_at`` computed like any job's (the application passes the
+    timeout as ``delay_seconds``, so it is the deadline). No claim takes it, recovery,
+    archiving, pausing and retries leave it alone, it holds its business key, and
+    ``cancel_job``, ``cancel_by_tag`` and ``cancel_by_business_key`` cancel it (as a WAITING
+    chain step: :class:`SupportsChains`). A job awaits a signal while it is WAITING and has
+    a ``signal_key``; ``depends_on`` is then ``None``.
+    """
+
+    def signal_waiters(self, key: str, *, limit: int) -> list[Job]:
+        """The jobs awaiting the signal ``key`` (WAITING, that ``signal_key``), oldest
+        first (``created_at``, then id), at most ``limit``."""
+        ...
+
+    def deliver_signal(self, job_id: str, payload_json: str) -> bool:
+        """Deliver a signal to ``job_id``: when it awaits one, in one guarded write, make
+        it PENDING, due at database-now, with ``Job.signal`` the decoded ``payload_json``
+        and ``Job.signal_delivered_at`` that time; ``True``. ``False`` (and nothing
+        written) when the job is missing or awaits no signal: already delivered (the first
+        payload must stay), canceled, expired for good, a chain step, a plain job.
+        Concurrent deliveries to one job must return ``True`` once."""
+        ...
+
+    def expired_signal_waits(self, *, limit: int) -> list[Job]:
+        """The jobs awaiting a signal with a timeout whose deadline (``scheduled_at``) is at
+        or before database-now, earliest deadline first, at most ``limit``. A read: nothing
+        changes."""
+        ...
+
+    def expire_signal_wait(
+        self, job_id: str, *, attempts: int, error: str, rearm_seconds: float | None
+    ) -> bool:
+        """Charge the expired wait of ``job_id`` as a failed attempt: in one write guarded
+        by the job still awaiting a signal, its deadline passed and ``Job.attempts`` equal
+        to ``attempts`` (as read by :meth:`expired_signal_waits`), add one to ``attempts``
+        and set ``last_error`` to ``error``; then, with ``rearm_seconds``, keep it WAITING
+        with a new deadline ``rearm_seconds`` after database-now (its retry), or, with
+        ``None``, make it FAILED with ``finished_at`` at database-now (the dead-letter
+        queue). ``True`` when it wrote; ``False`` when the guard failed (the signal came,
+        the job was canceled, or another node expired this wait first), so of an expiry
+        and a delivery racing for one job exactly one applies."""
+        ...
+
+
+@runtime_checkable
 class SupportsJobPause(Protocol):
     """A store that pauses single jobs (``app.pause_job`` / ``app.resume_job``): a PENDING
     job becomes PAUSED and is not claimed until it is resumed; without it pausing a job is
@@ -603,7 +654,9 @@ class SupportsPayloadRewrite(Protocol):
     without it stored payloads cannot be rotated.
 
     The payload is four values of a job: ``args_json``, ``kwargs_json``, ``params`` and
-    ``result_json``. Nothing else of a row is read or written through this capability.
+    ``result_json``, and a fifth on a store with :class:`SupportsSignals`: the delivered
+    signal's ``signal_json``. Nothing else of a row is read or written through this
+    capability.
     """
 
     def scan_payloads(
@@ -619,11 +672,12 @@ class SupportsPayloadRewrite(Protocol):
         ``C.UTF-8``), so that passing the last id of a batch as ``after_id`` reads the
         next batch and a whole scan sees every job that stayed in that table exactly once.
 
-        The values must be the raw stored text: ``args_json``, ``kwargs_json`` and
-        ``result_json`` exactly as stored (never decoded and re-encoded), ``params``
-        decoded as the store's reads decode it, with the job's current ``status`` and
-        ``claim_seq`` (the fence of :meth:`rewrite_payload`). Read-only; the cost must be
-        proportional to ``limit`` (a range of the primary key), never to the table.
+        The values must be the raw stored text: ``args_json``, ``kwargs_json``,
+        ``result_json`` (and ``signal_json``, on a store with signals) exactly as stored
+        (never decoded and re-encoded), ``params`` decoded as the store's reads decode it,
+        with the job's current ``status`` and ``claim_seq`` (the fence of
+        :meth:`rewrite_payload`). Read-only; the cost must be proportional to ``limit`` (a
+        range of the primary key), never to the table.
         """
         ...
 
@@ -635,10 +689,14 @@ class SupportsPayloadRewrite(Protocol):
         kwargs_json: str,
         params: dict[str, Any],
         result_json: str | None,
+        signal_json: str | None = None,
     ) -> bool:
-        """Replace the four payload values of the job ``stored`` names, in the table
+        """Replace the payload values of the job ``stored`` names, in the table
         ``stored.archived`` says, only while its ``status`` and ``claim_seq`` still equal
         ``stored.status`` and ``stored.claim_seq``; ``True`` when the row was rewritten.
+        A store with signals writes ``signal_json`` too (``None`` when the job has none);
+        the caller passes it only when the scan read one, so a store without signals need
+        not take the parameter.
 
         ``False``, and nothing changed, when the job is gone or moved on since the scan
         (claimed, completed, failed, retried, canceled, released, archived, purged): a

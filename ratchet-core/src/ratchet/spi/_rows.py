@@ -9,14 +9,15 @@ value type from it. Column orders (a store's SELECTs must follow them):
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
   business_key, idempotency_key, tags, params, recurring_id, result_json, result_type,
   last_error, scheduled_at, created_at, started_at, finished_at[, updated_at, queue,
-  depends_on]
+  depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at]
 * claimed job: id, name, target, args_json, kwargs_json, priority, attempts, max_retries,
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key,
   idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries[, queue]
 
 The columns in brackets are optional: a row without ``queue`` (a store without
 ``SupportsQueues``) reads as the queue ``"default"``, one without ``depends_on`` (a store
-without ``SupportsChains``) as a job outside any chain.
+without ``SupportsChains``) as a job outside any chain, one without the ``signal_*``
+columns (a store without ``SupportsSignals``) as a job that awaits no signal.
 * execution: job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 * node: node_id, started_at, heartbeat_at
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
@@ -57,6 +58,15 @@ def lenient_json(stored: str, fallback: Any) -> Any:
     except ValueError:
         return fallback
     return value if isinstance(value, type(fallback)) else fallback
+
+
+def _json_or_none(stored: str) -> Any:
+    """A stored JSON value of any type; ``None`` when it cannot be decoded (a read must
+    not break on it)."""
+    try:
+        return json.loads(stored)
+    except ValueError:
+        return None
 
 
 def _same(value: Any) -> str:
@@ -126,7 +136,19 @@ class RowDecoder:
             finished_at=self._time_or_none(row[27]),
             queue=self.text(row[29]) if len(row) > 29 else DEFAULT_QUEUE,
             depends_on=self._text_or_none(row[30]) if len(row) > 30 else None,
+            **(self._signal_fields(row) if len(row) > 34 else {}),
         )
+
+    def _signal_fields(self, row: Row) -> dict[str, Any]:
+        """The signal columns of a job row (31 to 34)."""
+        timeout = row[32]
+        payload_json = row[33]
+        return {
+            "signal_key": self._text_or_none(row[31]),
+            "signal_timeout_seconds": None if timeout is None else float(timeout),
+            "signal": None if payload_json is None else _json_or_none(payload_json),
+            "signal_delivered_at": self._time_or_none(row[34]),
+        }
 
     def claimed_job(
         self,

@@ -58,6 +58,7 @@ from ratchet_tck.store.retention import ArchiveContracts, RecurringContracts
 from ratchet_tck.store.running_cancel import RunningCancelContracts
 from ratchet_tck.store.schema import SchemaContracts
 from ratchet_tck.store.sealed_payloads import SealedPayloadContracts
+from ratchet_tck.store.signals import SignalContracts
 from ratchet_tck.store.snooze import SnoozeContracts
 from ratchet_tck.store.times import DatabaseClockContracts, TimePrecisionContracts
 from ratchet_tck.store.transactional import TransactionalEnqueueContracts
@@ -116,6 +117,7 @@ class JobStoreSuite(
     QueueContracts,
     JobPauseContracts,
     ChainContracts,
+    SignalContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

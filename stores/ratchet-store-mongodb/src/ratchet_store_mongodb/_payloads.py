@@ -32,6 +32,7 @@ _PAYLOAD_FIELDS = {
     "kwargs_json": 1,
     "params_json": 1,
     "result_json": 1,
+    "signal_json": 1,
 }
 
 
@@ -45,6 +46,7 @@ def _payload(doc: Doc, *, archived: bool) -> StoredPayload:
         kwargs_json=doc["kwargs_json"],
         params=json.loads(doc["params_json"]),
         result_json=doc.get("result_json"),
+        signal_json=doc.get("signal_json"),
     )
 
 
@@ -79,6 +81,7 @@ class PayloadOperations(FencedCollections):
         kwargs_json: str,
         params: dict[str, Any],
         result_json: str | None,
+        signal_json: str | None = None,
     ) -> bool:
         self._check_open()
         changes = {
@@ -86,6 +89,7 @@ class PayloadOperations(FencedCollections):
             "kwargs_json": kwargs_json,
             "params_json": json.dumps(params),
             "result_json": result_json,
+            "signal_json": signal_json,
         }
         if stored.archived:
             fence = {

@@ -62,8 +62,9 @@ def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str,
         "target": job.target,
         "args_json": job.args_json,
         "kwargs_json": job.kwargs_json,
-        # A chain step waits for its predecessor (SupportsChains).
-        "status": (JobStatus.PENDING if job.depends_on is None else JobStatus.WAITING).value,
+        # A chain step waits for its predecessor (SupportsChains), a job awaiting a signal
+        # for its delivery (SupportsSignals).
+        "status": job.initial_status.value,
         "priority": int(job.priority),
         "attempts": 0,
         "max_retries": job.max_retries,
@@ -92,6 +93,10 @@ def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str,
         "rev": 0,
         "queue": job.queue,
         "depends_on": job.depends_on,
+        "signal_key": job.signal_key,
+        "signal_timeout_seconds": job.signal_timeout_seconds,
+        "signal_json": None,
+        "signal_delivered_at": None,
     }
 
 
@@ -137,7 +142,21 @@ def job_from_doc(doc: Doc) -> Job:
         finished_at=_maybe(doc.get("finished_at")),
         queue=queue_of(doc),
         depends_on=doc.get("depends_on"),
+        signal_key=doc.get("signal_key"),
+        signal_timeout_seconds=doc.get("signal_timeout_seconds"),
+        signal=_json_or_none(doc.get("signal_json")),
+        signal_delivered_at=_maybe(doc.get("signal_delivered_at")),
     )
+
+
+def _json_or_none(text: str | None) -> Any:
+    """A delivered signal's payload; ``None`` before a delivery (or when unreadable)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def queue_of(doc: Doc) -> str:

@@ -84,6 +84,11 @@ INDEXES: dict[str, list[IndexModel]] = {
         ),
         # Chains (SupportsChains): a success finds the steps waiting for it.
         IndexModel([("depends_on", ASCENDING)], name="ratchet_job_depends_on"),
+        # Signals (SupportsSignals): a delivery by key finds its waiters, oldest first.
+        IndexModel(
+            [("signal_key", ASCENDING), ("status", ASCENDING), ("created_at", ASCENDING)],
+            name="ratchet_job_signal_waiters",
+        ),
         # Job queries (SupportsJobQuery): one filter's jobs, newest first, a page at a time.
         *(
             IndexModel(

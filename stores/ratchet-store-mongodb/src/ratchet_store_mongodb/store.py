@@ -61,6 +61,7 @@ from ratchet_store_mongodb._queries import QueryOperations
 from ratchet_store_mongodb._queues import QueueOperations
 from ratchet_store_mongodb._reads import ReadOperations
 from ratchet_store_mongodb._recurring import RecurringOperations
+from ratchet_store_mongodb._signals import SignalOperations
 from ratchet_store_mongodb._url import parse_store_url
 
 __all__ = ["STALL_SECONDS", "MongoDBJobStore"]
@@ -81,6 +82,7 @@ class MongoDBJobStore(
     PermitOperations,
     QueueOperations,
     ChainOperations,
+    SignalOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""

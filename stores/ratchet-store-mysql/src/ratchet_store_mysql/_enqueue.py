@@ -54,7 +54,8 @@ ER_DUP_ENTRY = 1062
 _JOB_VALUES = itemgetter(
     "id", "name", "target", "args_json", "kwargs_json", "status", "priority", "max_retries",
     "backoff", "backoff_ms", "timeout_seconds", "business_key", "idempotency_key", "tags",
-    "params", "recurring_id", "scheduled_at", "delay", "queue", "depends_on",
+    "params", "recurring_id", "scheduled_at", "delay", "queue", "depends_on", "signal_key",
+    "signal_timeout_seconds",
 )  # fmt: skip
 
 # "Duplicate entry 'x' for key 'name'" (MariaDB) or "... for key 'table.name'" (MySQL 8).

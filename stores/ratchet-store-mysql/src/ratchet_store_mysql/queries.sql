@@ -602,13 +602,13 @@ LIMIT %(limit)s;
 -- itself still counts 1.
 
 -- name: scan_payloads
-SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json
+SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json, signal_json
 FROM ratchet_job
 WHERE id >= %(from_id)s AND (%(after_id)s IS NULL OR id > %(after_id)s)
 ORDER BY id LIMIT %(limit)s;
 
 -- name: scan_archived_payloads
-SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json
+SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json, signal_json
 FROM ratchet_job_archive
 WHERE id >= %(from_id)s AND (%(after_id)s IS NULL OR id > %(after_id)s)
 ORDER BY id LIMIT %(limit)s;
@@ -616,13 +616,13 @@ ORDER BY id LIMIT %(limit)s;
 -- name: rewrite_payload
 UPDATE ratchet_job
 SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params_json = %(params)s,
-    result_json = %(result_json)s
+    result_json = %(result_json)s, signal_json = %(signal_json)s
 WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;
 
 -- name: rewrite_archived_payload
 UPDATE ratchet_job_archive
 SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params_json = %(params)s,
-    result_json = %(result_json)s
+    result_json = %(result_json)s, signal_json = %(signal_json)s
 WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;
 
 -- ===================================================================== job queries
@@ -771,3 +771,45 @@ LIMIT %(limit)s;
 
 -- name: select_dependents
 SELECT {{job_columns}} FROM ratchet_job WHERE depends_on = %(id)s ORDER BY created_at, id;
+
+-- ===================================================================== signals
+
+-- name: select_signal_waiters
+SELECT {{job_columns}} FROM ratchet_job FORCE INDEX (ratchet_job_signal_waiters)
+WHERE signal_key = %(key)s AND status = 'WAITING'
+ORDER BY created_at, id
+LIMIT %(limit)s;
+
+-- name: deliver_signal
+-- The whole guard is the WHERE (an UPDATE reads the row's latest committed version under
+-- its lock): a second delivery, or one after the wait expired for good or was canceled,
+-- matches nothing, and the first payload stays.
+UPDATE ratchet_job
+SET status = 'PENDING', scheduled_at = UTC_TIMESTAMP(6), signal_json = %(payload)s,
+    signal_delivered_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'WAITING' AND signal_key IS NOT NULL;
+
+-- name: select_expired_signal_waits
+-- WAITING rows through the claim index (status first), the deadline checked in it.
+SELECT {{job_columns}} FROM ratchet_job
+WHERE status = 'WAITING' AND signal_key IS NOT NULL AND signal_timeout_seconds IS NOT NULL
+  AND scheduled_at <= UTC_TIMESTAMP(6)
+ORDER BY scheduled_at, id
+LIMIT %(limit)s;
+
+-- name: rearm_signal_wait
+UPDATE ratchet_job
+SET attempts = attempts + 1, last_error = %(message)s,
+    scheduled_at = UTC_TIMESTAMP(6) + INTERVAL %(rearm)s MICROSECOND,
+    updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'WAITING' AND signal_key IS NOT NULL
+  AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= UTC_TIMESTAMP(6)
+  AND attempts = %(attempts)s;
+
+-- name: fail_signal_wait
+UPDATE ratchet_job
+SET status = 'FAILED', attempts = attempts + 1, last_error = %(message)s,
+    finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'WAITING' AND signal_key IS NOT NULL
+  AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= UTC_TIMESTAMP(6)
+  AND attempts = %(attempts)s;

@@ -87,8 +87,14 @@ COPY_THRESHOLD = 64
 
 
 def _plain(job: NewJob) -> bool:
-    # COPY writes PENDING rows of no chain: a chain step takes the statement path.
-    return not job.tags and job.idempotency_key is None and job.depends_on is None
+    # COPY writes PENDING rows of no chain awaiting no signal: a chain step and a job
+    # awaiting a signal take the statement path.
+    return (
+        not job.tags
+        and job.idempotency_key is None
+        and job.depends_on is None
+        and job.signal_key is None
+    )
 
 
 def _copyable(chunk: Sequence[NewJob]) -> bool:

@@ -18,7 +18,7 @@ id, name, target, args_json, kwargs_json, status, priority, attempts, max_retrie
 backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
 business_key, idempotency_key, tags, params, recurring_id, result_json,
 result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at,
-queue, depends_on
+queue, depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at
 
 -- name: now
 SELECT statement_timestamp();
@@ -38,10 +38,12 @@ WITH batch AS (
         %(backoff)s::text[], %(backoff_ms)s::bigint[], %(timeout_seconds)s::float8[],
         %(business_key)s::text[], %(idempotency_key)s::text[], %(tags)s::text[],
         %(params)s::text[], %(recurring_id)s::text[], %(scheduled_at)s::timestamptz[],
-        %(delay)s::float8[], %(queue)s::text[], %(status)s::text[], %(depends_on)s::text[]
+        %(delay)s::float8[], %(queue)s::text[], %(status)s::text[], %(depends_on)s::text[],
+        %(signal_key)s::text[], %(signal_timeout_seconds)s::float8[]
     ) AS b (id, name, target, args_json, kwargs_json, priority, max_retries, backoff,
             backoff_ms, timeout_seconds, business_key, idempotency_key, tags_json,
-            params_json, recurring_id, scheduled_at, delay_seconds, queue, status, depends_on)
+            params_json, recurring_id, scheduled_at, delay_seconds, queue, status, depends_on,
+            signal_key, signal_timeout_seconds)
 ),
 reserved AS (
     INSERT INTO ratchet_idempotency_key (key, job_id, created_at)
@@ -57,7 +59,8 @@ inserted AS (
            params_json::jsonb, recurring_id, NULL, NULL, NULL,
            COALESCE(scheduled_at,
                     statement_timestamp() + make_interval(secs => delay_seconds)),
-           statement_timestamp(), NULL, NULL, statement_timestamp(), queue, depends_on
+           statement_timestamp(), NULL, NULL, statement_timestamp(), queue, depends_on,
+           signal_key, signal_timeout_seconds, NULL, NULL
     FROM batch
     RETURNING id
 ),
@@ -92,7 +95,7 @@ VALUES (%(id)s, %(name)s, %(target)s, %(args_json)s, %(kwargs_json)s, %(status)s
         COALESCE(%(scheduled_at)s::timestamptz,
                  statement_timestamp() + make_interval(secs => %(delay)s::float8)),
         statement_timestamp(), NULL, NULL, statement_timestamp(), %(queue)s,
-        %(depends_on)s)
+        %(depends_on)s, %(signal_key)s, %(signal_timeout_seconds)s::float8, NULL, NULL)
 
 -- name: enqueue_one
 {_insert_one_job};
@@ -872,13 +875,13 @@ TRUNCATE ratchet_job, ratchet_job_tag, ratchet_idempotency_key, ratchet_executio
 -- changes the four payload columns and nothing else (updated_at included).
 
 -- name: scan_payloads
-SELECT id, status, claim_seq, args_json, kwargs_json, params, result_json
+SELECT id, status, claim_seq, args_json, kwargs_json, params, result_json, signal_json
 FROM ratchet_job
 WHERE id >= %(from_id)s AND (CAST(%(after_id)s AS text) IS NULL OR id > %(after_id)s)
 ORDER BY id LIMIT %(limit)s;
 
 -- name: scan_archived_payloads
-SELECT id, status, claim_seq, args_json, kwargs_json, params, result_json
+SELECT id, status, claim_seq, args_json, kwargs_json, params, result_json, signal_json
 FROM ratchet_job_archive
 WHERE id >= %(from_id)s AND (CAST(%(after_id)s AS text) IS NULL OR id > %(after_id)s)
 ORDER BY id LIMIT %(limit)s;
@@ -886,13 +889,13 @@ ORDER BY id LIMIT %(limit)s;
 -- name: rewrite_payload
 UPDATE ratchet_job
 SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params = %(params)s::jsonb,
-    result_json = %(result_json)s
+    result_json = %(result_json)s, signal_json = %(signal_json)s
 WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;
 
 -- name: rewrite_archived_payload
 UPDATE ratchet_job_archive
 SET args_json = %(args_json)s, kwargs_json = %(kwargs_json)s, params = %(params)s::jsonb,
-    result_json = %(result_json)s
+    result_json = %(result_json)s, signal_json = %(signal_json)s
 WHERE id = %(id)s AND status = %(status)s AND claim_seq = %(claim_seq)s;
 
 -- ===================================================================== job queries
@@ -1052,3 +1055,44 @@ LIMIT %(limit)s;
 
 -- name: select_dependents
 SELECT {_job_columns} FROM ratchet_job WHERE depends_on = %(id)s ORDER BY created_at, id;
+
+-- ===================================================================== signals
+
+-- name: select_signal_waiters
+SELECT {_job_columns} FROM ratchet_job
+WHERE signal_key = %(key)s AND status = 'WAITING'
+ORDER BY created_at, id
+LIMIT %(limit)s;
+
+-- name: deliver_signal
+-- The whole guard is the WHERE: a second delivery, or one after the wait expired for good
+-- or was canceled, matches nothing (and the first payload stays). Concurrent deliveries
+-- queue on the row lock and the later ones re-check the guard (no longer WAITING).
+UPDATE ratchet_job
+SET status = 'PENDING', scheduled_at = statement_timestamp(), signal_json = %(payload)s,
+    signal_delivered_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE id = %(id)s AND status = 'WAITING' AND signal_key IS NOT NULL;
+
+-- name: select_expired_signal_waits
+SELECT {_job_columns} FROM ratchet_job
+WHERE status = 'WAITING' AND signal_key IS NOT NULL AND signal_timeout_seconds IS NOT NULL
+  AND scheduled_at <= statement_timestamp()
+ORDER BY scheduled_at, id
+LIMIT %(limit)s;
+
+-- name: rearm_signal_wait
+UPDATE ratchet_job
+SET attempts = attempts + 1, last_error = %(message)s,
+    scheduled_at = statement_timestamp() + make_interval(secs => %(rearm)s::float8),
+    updated_at = statement_timestamp()
+WHERE id = %(id)s AND status = 'WAITING' AND signal_key IS NOT NULL
+  AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= statement_timestamp()
+  AND attempts = %(attempts)s;
+
+-- name: fail_signal_wait
+UPDATE ratchet_job
+SET status = 'FAILED', attempts = attempts + 1, last_error = %(message)s,
+    finished_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE id = %(id)s AND status = 'WAITING' AND signal_key IS NOT NULL
+  AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= statement_timestamp()
+  AND attempts = %(attempts)s;

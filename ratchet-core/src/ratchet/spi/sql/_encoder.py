@@ -8,7 +8,8 @@ statements must use them):
 * new job: id, name, target, args_json, kwargs_json, priority, max_retries, backoff,
   backoff_ms, timeout_seconds, business_key, idempotency_key, tags, params, recurring_id,
   scheduled_at (``None`` when the job is due after ``delay``), delay, queue, status
-  (``PENDING``, or ``WAITING`` for a chain step), depends_on
+  (``PENDING``, or ``WAITING`` for a chain step or a job awaiting a signal), depends_on,
+  signal_key, signal_timeout_seconds
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
   max_retries, backoff, backoff_ms, timeout_seconds, tags, source
 """
@@ -99,9 +100,12 @@ class RowEncoder:
             "scheduled_at": None if job.scheduled_at is None else self.moment(job.scheduled_at),
             "delay": self.duration(job.delay_seconds),
             "queue": job.queue,
-            # A chain step waits for its predecessor (SupportsChains); others are due.
-            "status": "PENDING" if job.depends_on is None else "WAITING",
+            # A chain step waits for its predecessor (SupportsChains), a job awaiting a
+            # signal for its delivery (SupportsSignals); others are due.
+            "status": job.initial_status.value,
             "depends_on": job.depends_on,
+            "signal_key": job.signal_key,
+            "signal_timeout_seconds": job.signal_timeout_seconds,
         }
 
     def recurring(self, definition: RecurringDefinition) -> dict[str, Any]:

@@ -60,6 +60,7 @@ from ratchet.spi.sql._job_query import JOB_QUERY_STATEMENTS, SQLJobQuery
 from ratchet.spi.sql._permits import PERMIT_STATEMENTS, SQLResourcePermits
 from ratchet.spi.sql._queues import QUEUE_STATEMENTS, SQLQueues
 from ratchet.spi.sql._session import Params, Row, SQLSession
+from ratchet.spi.sql._signals import SIGNAL_STATEMENTS, SQLSignals
 from ratchet.spi.sql._statements import Statements
 
 __all__ = ["STATEMENTS", "SQLJobStore"]
@@ -157,6 +158,8 @@ STATEMENTS = frozenset(
     | QUEUE_STATEMENTS
     # chains (SupportsChains): ratchet.spi.sql._chains
     | CHAIN_STATEMENTS
+    # signals (SupportsSignals): ratchet.spi.sql._signals
+    | SIGNAL_STATEMENTS
 )
 """The statements the shared methods run. A backend that overrides a method may leave
 that method's statements out (``missing_statements`` tells which it still needs)."""
@@ -176,7 +179,7 @@ _LIST_JOBS = {
 }
 
 
-class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, JobStore):
+class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, SQLSignals, JobStore):
     """The JobStore of an SQL database, less what its backend supplies (module docstring).
 
     Subclasses set ``statements``, ``decode`` and ``encode`` (class or instance
@@ -1000,18 +1003,18 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, JobStor
         }
         return [
             StoredPayload(
-                job_id=self.decode.text(job_id),
+                job_id=self.decode.text(row[0]),
                 archived=archived,
-                status=JobStatus(status),
-                claim_seq=int(claim_seq),
-                args_json=args_json,
-                kwargs_json=kwargs_json,
-                params=self.decode.params(stored_params),
-                result_json=result_json,
+                status=JobStatus(row[1]),
+                claim_seq=int(row[2]),
+                args_json=row[3],
+                kwargs_json=row[4],
+                params=self.decode.params(row[5]),
+                result_json=row[6],
+                # A backend without signals (SupportsSignals) selects seven columns.
+                signal_json=row[7] if len(row) > 7 else None,
             )
-            for job_id, status, claim_seq, args_json, kwargs_json, stored_params, result_json in (
-                self._query(name, params)
-            )
+            for row in self._query(name, params)
         ]
 
     def rewrite_payload(
@@ -1022,6 +1025,7 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, JobStor
         kwargs_json: str,
         params: dict[str, Any],
         result_json: str | None,
+        signal_json: str | None = None,
     ) -> bool:
         """One UPDATE fenced by ``(id, status, claim_seq)``; it may run twice after a lost
         connection (the fence still matches, the values are the same)."""
@@ -1034,5 +1038,6 @@ class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, JobStor
             "kwargs_json": kwargs_json,
             "params": self.encode.params(params),
             "result_json": result_json,
+            "signal_json": signal_json,
         }
         return self._update(name, values, idempotent=True) == 1

@@ -16,7 +16,7 @@ VALUES (:id, :name, :target, :args_json, :kwargs_json, :status, :priority, 0, :m
         :backoff, :backoff_ms, :timeout_seconds, 0, 0, NULL, NULL,
         :business_key, :idempotency_key, :tags, :params, :recurring_id, NULL,
         NULL, NULL, COALESCE(:scheduled_at, :now + :delay), :now, NULL, NULL, :now, :queue,
-        :depends_on);
+        :depends_on, :signal_key, :signal_timeout_seconds, NULL, NULL);
 
 -- name: insert_tag
 INSERT OR IGNORE INTO ratchet_job_tag (tag, job_id) VALUES (:tag, :id);
@@ -461,13 +461,13 @@ DELETE FROM ratchet_job_progress WHERE job_id IN (
 -- :after_id itself out. A rewrite changes the four payload columns and nothing else.
 
 -- name: scan_payloads
-SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json
+SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json, signal_json
 FROM ratchet_job
 WHERE id >= :from_id AND (:after_id IS NULL OR id > :after_id)
 ORDER BY id LIMIT :limit;
 
 -- name: scan_archived_payloads
-SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json
+SELECT id, status, claim_seq, args_json, kwargs_json, params_json, result_json, signal_json
 FROM ratchet_job_archive
 WHERE id >= :from_id AND (:after_id IS NULL OR id > :after_id)
 ORDER BY id LIMIT :limit;
@@ -475,13 +475,13 @@ ORDER BY id LIMIT :limit;
 -- name: rewrite_payload
 UPDATE ratchet_job
 SET args_json = :args_json, kwargs_json = :kwargs_json, params_json = :params,
-    result_json = :result_json
+    result_json = :result_json, signal_json = :signal_json
 WHERE id = :id AND status = :status AND claim_seq = :claim_seq;
 
 -- name: rewrite_archived_payload
 UPDATE ratchet_job_archive
 SET args_json = :args_json, kwargs_json = :kwargs_json, params_json = :params,
-    result_json = :result_json
+    result_json = :result_json, signal_json = :signal_json
 WHERE id = :id AND status = :status AND claim_seq = :claim_seq;
 
 -- ===================================================================== job queries
@@ -624,3 +624,40 @@ LIMIT :limit;
 
 -- name: select_dependents
 SELECT {{job_columns}} FROM ratchet_job WHERE depends_on = :id ORDER BY created_at, id;
+
+-- ===================================================================== signals
+
+-- name: select_signal_waiters
+SELECT {{job_columns}} FROM ratchet_job
+WHERE signal_key = :key AND status = 'WAITING'
+ORDER BY created_at, id
+LIMIT :limit;
+
+-- name: deliver_signal
+-- The whole guard is the WHERE: a second delivery, or one after the wait expired for good
+-- or was canceled, matches nothing (and the first payload stays).
+UPDATE ratchet_job
+SET status = 'PENDING', scheduled_at = :now, signal_json = :payload,
+    signal_delivered_at = :now, updated_at = :now
+WHERE id = :id AND status = 'WAITING' AND signal_key IS NOT NULL;
+
+-- name: select_expired_signal_waits
+SELECT {{job_columns}} FROM ratchet_job
+WHERE status = 'WAITING' AND signal_key IS NOT NULL AND signal_timeout_seconds IS NOT NULL
+  AND scheduled_at <= {{now}}
+ORDER BY scheduled_at, id
+LIMIT :limit;
+
+-- name: rearm_signal_wait
+UPDATE ratchet_job
+SET attempts = attempts + 1, last_error = :message, scheduled_at = :now + :rearm,
+    updated_at = :now
+WHERE id = :id AND status = 'WAITING' AND signal_key IS NOT NULL
+  AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= :now AND attempts = :attempts;
+
+-- name: fail_signal_wait
+UPDATE ratchet_job
+SET status = 'FAILED', attempts = attempts + 1, last_error = :message, finished_at = :now,
+    updated_at = :now
+WHERE id = :id AND status = 'WAITING' AND signal_key IS NOT NULL
+  AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= :now AND attempts = :attempts;
