@@ -57,7 +57,7 @@ def encode_signal_payload(payload: Any, *, max_bytes: int) -> str:
     if size > max_bytes:
         raise PayloadTooLargeError(
             f"The signal payload is {size} bytes encoded, over the {max_bytes}-byte limit "
-            "(RATCHET_MAX_PAYLOAD_BYTES). Store the data elsewhere and deliver a reference."
+            "(RATCHET_MAX_PAYLOAD_KB). Store the data elsewhere and deliver a reference."
         )
     return text
 
