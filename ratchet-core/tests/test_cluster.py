@@ -174,16 +174,24 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, c: Cluster)
 
 
 def test_sigkill_chaos_loses_nothing(cluster: Callable[..., Cluster], store_url: str) -> None:
-    """300 short jobs and 20 three-step chains (60 more), three workers, one killed and
-    restarted about every second: every job ends SUCCEEDED, none is lost, none FAILED,
-    no chain step is left WAITING, and each step first ran after the step before it."""
+    """300 short jobs, 20 three-step chains (60 more) and 10 workflows (a step, its
+    on-success branch, and an on-failure branch and a main line that must not run), three
+    workers, one killed and restarted about every second: every job that must run ends
+    SUCCEEDED, none is lost, none FAILED, nothing is left WAITING, each chain step first
+    ran after the step before it, each workflow ran its success branch and canceled the
+    other two (never run)."""
     c = cluster(RATCHET_NODE_MAX_CRASH_REDELIVERIES="20")
     app = client(store_url)
     ids = app.enqueue_many("chaos", [(n,) for n in range(300)])
     chains = [(300 + 3 * k, 301 + 3 * k, 302 + 3 * k) for k in range(20)]
     for first, second, third in chains:
         ids.append(app.builder("chaos", first).then("chaos", second).then("chaos", third).submit())
-    total = 300 + 3 * len(chains)
+    workflows = [(360 + 2 * k, 361 + 2 * k) for k in range(10)]
+    for step, branch in workflows:
+        workflow = app.builder("chaos", step).then_on_success("chaos", branch)
+        workflow.then_on_failure("chaos", 1000 + step).then("chaos", 2000 + step)
+        ids.append(workflow.submit())
+    total = 300 + 3 * len(chains) + 2 * len(workflows)
     workers = [c.start("--concurrency", "2") for _ in range(3)]
     kills = 0
     deadline = time.monotonic() + 120
@@ -198,9 +206,10 @@ def test_sigkill_chaos_loses_nothing(cluster: Callable[..., Cluster], store_url:
         workers[victim] = c.start("--concurrency", "2")
     counts = app.store.count_jobs()
     assert counts[JobStatus.FAILED] == 0 and counts[JobStatus.RUNNING] == 0
-    assert counts.get(JobStatus.WAITING, 0) == 0 and counts.get(JobStatus.CANCELED, 0) == 0
+    assert counts.get(JobStatus.WAITING, 0) == 0
+    assert counts.get(JobStatus.CANCELED, 0) == 2 * len(workflows), "not the losing branches"
     runs = [int(line.split()[1]) for line in c.lines("ran ")]
-    assert sorted(Counter(runs)) == list(range(total)), "a job never ran"
+    assert sorted(Counter(runs)) == list(range(total)), "a job never ran, or a loser did"
     assert all(app.get_job(i).status is JobStatus.SUCCEEDED for i in ids)  # type: ignore[union-attr]
     for steps in chains:  # the record file is appended in time order by every process
         firsts = [runs.index(step) for step in steps]

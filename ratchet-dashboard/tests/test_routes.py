@@ -325,6 +325,15 @@ def test_a_chain_step_links_to_the_step_it_waits_for(
     assert f'href="/jobs/{second.id}"' in client.get(f"/jobs/{first}").text  # its next step
 
 
+def test_a_workflow_branch_shows_its_condition(
+    client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
+) -> None:
+    first = ratchet_app.builder("ok", 1).delay(3600).then_on_failure("ok", 2).submit()
+    [branch] = ratchet_app.dependents(first)
+    page = client.get(f"/jobs/{branch.id}").text
+    assert "on failure" in page and f'href="/jobs/{first}"' in page
+
+
 def test_a_job_awaiting_a_signal_shows_its_key_then_its_payload(
     client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
 ) -> None:

@@ -37,6 +37,7 @@ import broken_rewrite_stores
 import broken_running_cancel_stores
 import broken_signal_stores
 import broken_snooze_stores
+import broken_workflow_stores
 import reference_stores
 
 from ratchet.spi import ClaimedJob, Completion
@@ -66,6 +67,7 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_job_pause_stores,
         broken_chain_stores,
         broken_signal_stores,
+        broken_workflow_stores,
         reference_stores,
     )
     for module in modules:

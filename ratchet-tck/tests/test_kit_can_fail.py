@@ -380,6 +380,28 @@ CATALOGUE = [
     ("ExpiryReadThenWriteStore", "test_a_delivery_and_an_expiry_racing_for_a_job_apply_once"),
     ("RotationSkipsSignalStore", "test_a_delivered_payload_is_rotated_with_the_others"),
     ("ArchiveScanWithoutSignalStore", "test_a_delivered_payload_is_rotated_with_the_others"),
+    # workflows (SupportsWorkflows)
+    (
+        "SuccessReleasesBranchesStore",
+        "test_a_branch_waits_with_its_condition_and_the_success_leaves_it",
+    ),
+    (
+        "BranchConditionDroppedStore",
+        "test_a_branch_waits_with_its_condition_and_the_success_leaves_it",
+    ),
+    (
+        "ResolutionUnguardedStore",
+        "test_a_resolution_releases_the_winner_and_cancels_the_rest_once",
+    ),
+    (
+        "ResolutionKeepsDeadlineStore",
+        "test_a_resolution_releases_the_winner_and_cancels_the_rest_once",
+    ),
+    ("NullWinnerReleasesStore", "test_a_resolution_without_a_winner_cancels_every_branch"),
+    ("CancelBranchAnyStepStore", "test_cancel_branch_takes_one_waiting_branch_only"),
+    ("SettleTakesBranchesStore", "test_settling_and_recovery_see_branches_as_theirs"),
+    ("BranchParentsStillRunningStore", "test_settling_and_recovery_see_branches_as_theirs"),
+    ("ResolutionReadThenWriteStore", "test_racing_resolutions_apply_one_decision"),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -466,6 +488,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     import broken_signal_stores
     import broken_snooze_stores
     import broken_stores
+    import broken_workflow_stores
 
     from ratchet.stores.sqlite.store import SQLiteJobStore
 
@@ -490,6 +513,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_job_pause_stores,
             broken_chain_stores,
             broken_signal_stores,
+            broken_workflow_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

@@ -24,6 +24,7 @@ from ratchet._jobs import ChainBuilder, JobBuilder, JobDefinition, JobFunction
 from ratchet._results import JobResult
 from ratchet._types import (
     BackoffPolicy,
+    BranchCondition,
     Execution,
     ExecutionStatus,
     Job,
@@ -54,6 +55,7 @@ __all__ = [
     "ArgumentsNotSerializableError",
     "AttemptLog",
     "BackoffPolicy",
+    "BranchCondition",
     "BusinessKeyConflictError",
     "ChainBuilder",
     "DoNotRetry",

@@ -89,6 +89,7 @@ from ratchet.spi import (
     SupportsRecurringPause,
     SupportsSignals,
     SupportsTransactionalEnqueue,
+    SupportsWorkflows,
     WakeupHint,
 )
 
@@ -931,6 +932,14 @@ class Ratchet:
         step's id."""
         _chain_store(self.store)
         _check_signal_store(self.store, jobs)
+        if any(job.branch is not None for job in jobs) and not isinstance(
+            self.store, SupportsWorkflows
+        ):
+            raise ConfigurationError(
+                f"The store {self.store.describe()} keeps no workflow branches (it lacks "
+                "ratchet.spi.SupportsWorkflows). Use a store that does (every first-party "
+                "store does), or decide in the step itself what to enqueue next."
+            )
         with self.observers.enqueuing(jobs) as stored:
             self.store.enqueue_many(stored)
         self._announce(jobs[0].priority)

@@ -32,7 +32,15 @@ from ratchet._limits import (
     echo,
 )
 from ratchet._payloads import is_sealed_job
-from ratchet._types import DEFAULT_QUEUE, BackoffPolicy, Job, JobPriority, JobStatus, NewJob
+from ratchet._types import (
+    DEFAULT_QUEUE,
+    BackoffPolicy,
+    BranchCondition,
+    Job,
+    JobPriority,
+    JobStatus,
+    NewJob,
+)
 from ratchet._uuid import new_job_id
 from ratchet.encryption import sealed_token
 from ratchet.errors import (
@@ -196,6 +204,9 @@ RESOURCE_PARAM = "ratchet.resource"
 """The job param a submission's ``builder.resource(name)`` is stored under."""
 ON_SUCCESS_PARAM = "ratchet.on_success"
 ON_FAILURE_PARAM = "ratchet.on_failure"
+BRANCHES_PARAM = "ratchet.branches"
+"""The job param that marks a workflow step with branches: its end is resolved by the
+engine (:mod:`ratchet._engine.workflows`), not only by the store's release."""
 
 Callback = Callable[..., Any] | str
 
@@ -673,6 +684,30 @@ class JobBuilder:
         (``app.builder(fn, x).priority(...)``) to set that step's options."""
         return ChainBuilder(first=self).then(step, *args, **kwargs)
 
+    def then_on_success(
+        self, step: Callable[..., Any] | str | JobBuilder, *args: Any, **kwargs: Any
+    ) -> ChainBuilder:
+        """A workflow: this job, then ``step`` if it succeeded (:class:`ChainBuilder`)."""
+        return ChainBuilder(first=self).then_on_success(step, *args, **kwargs)
+
+    def then_on_failure(
+        self, step: Callable[..., Any] | str | JobBuilder, *args: Any, **kwargs: Any
+    ) -> ChainBuilder:
+        """A workflow: this job, then ``step`` if it failed for good (:class:`ChainBuilder`)."""
+        return ChainBuilder(first=self).then_on_failure(step, *args, **kwargs)
+
+    def when(
+        self,
+        predicate: Callback,
+        step: Callable[..., Any] | str | JobBuilder,
+        *args: Any,
+        priority: int = 0,
+        **kwargs: Any,
+    ) -> ChainBuilder:
+        """A workflow: this job, then ``step`` if ``predicate(result)`` holds
+        (:class:`ChainBuilder`)."""
+        return ChainBuilder(first=self).when(predicate, step, *args, priority=priority, **kwargs)
+
     def submit_in(self, connection: Any) -> str:
         """Enqueue inside the caller's open transaction on ``connection`` (visible to
         workers after the caller commits, gone on rollback); returns the job id."""
@@ -685,54 +720,134 @@ def _is_number(value: object) -> bool:
 
 @dataclass(kw_only=True)
 class ChainBuilder:
-    """Steps that run one after another: ``app.builder(a).then(b).then(c).submit()``.
+    """Steps that run one after another, and branches that run on a step's outcome:
+    ``app.builder(a).then(b).then(c).submit()``,
+    ``app.builder(a).then_on_success(b).then_on_failure(c).when(pred, d).submit()``.
 
-    Every step is stored at :meth:`submit`, in one all-or-nothing write: the first as an
-    ordinary job, each later one WAITING for the step before it (``Job.depends_on``). The
-    store releases a step in the same transaction as its predecessor's success, due at
-    once (a step's own delay does not apply); a step reads the one before it through
-    ``current_job().previous``. A step that fails for good (after its retries) or is
-    canceled cancels every step after it. Each step keeps its own job's options (retries,
-    backoff, queue, ...), or those of the builder given for it.
+    Every step and branch is stored at :meth:`submit`, in one all-or-nothing write: the
+    first step as an ordinary job, each later one WAITING for the step before it
+    (``Job.depends_on``). The store releases a step in the same transaction as its
+    predecessor's success, due at once (a step's own delay does not apply); a step reads
+    the one before it through ``current_job().previous``. A step that fails for good
+    (after its retries) or is canceled cancels every step after it. Each step keeps its
+    own job's options (retries, backoff, queue, ...), or those of the builder given for it.
+
+    Branches hang off the last step added with :meth:`then` (or the first): once that
+    step has ended (succeeded, or failed after its retries), its branches are tried in
+    ``priority`` order (lower first; ``then_on_success`` and ``then_on_failure`` have 0),
+    then in the order they were added; the first that matches runs and the others are
+    canceled. When none matches, the main line (the next :meth:`then` step) runs if the
+    step succeeded; otherwise everything after it is canceled.
     """
 
     first: JobBuilder
     steps: list[JobBuilder] = field(default_factory=list)
+    # (index of the main-line step it follows: 0 is the first, its condition, its builder)
+    branches: list[tuple[int, BranchCondition, JobBuilder]] = field(default_factory=list)
+
+    def _step(
+        self, step: Callable[..., Any] | str | JobBuilder, args: Any, kwargs: Any, what: str
+    ) -> JobBuilder:
+        if isinstance(step, JobBuilder):
+            if args or kwargs:
+                raise TypeError(
+                    f"{what}(builder) takes no arguments: give them to the builder, as in "
+                    f".{what}(app.builder(fn, *args, **kwargs))."
+                )
+            return step
+        if self.first.next_step is None:
+            raise TypeError("This builder was not made by an application; it cannot chain.")
+        return self.first.next_step(step, *args, **kwargs)
 
     def then(
         self, step: Callable[..., Any] | str | JobBuilder, *args: Any, **kwargs: Any
     ) -> ChainBuilder:
         """Add ``step(*args, **kwargs)`` (or the builder ``step``) after the last step."""
-        if isinstance(step, JobBuilder):
-            if args or kwargs:
-                raise TypeError(
-                    "then(builder) takes no arguments: give them to the builder, as in "
-                    ".then(app.builder(fn, *args, **kwargs))."
-                )
-            self.steps.append(step)
-            return self
-        if self.first.next_step is None:
-            raise TypeError("This builder was not made by an application; it cannot chain.")
-        self.steps.append(self.first.next_step(step, *args, **kwargs))
+        self.steps.append(self._step(step, args, kwargs, "then"))
+        return self
+
+    def then_on_success(
+        self, step: Callable[..., Any] | str | JobBuilder, *args: Any, **kwargs: Any
+    ) -> ChainBuilder:
+        """A branch that runs ``step(*args, **kwargs)`` when the last step succeeded."""
+        return self._branch("success", None, 0, self._step(step, args, kwargs, "then_on_success"))
+
+    def then_on_failure(
+        self, step: Callable[..., Any] | str | JobBuilder, *args: Any, **kwargs: Any
+    ) -> ChainBuilder:
+        """A branch that runs ``step(*args, **kwargs)`` when the last step failed for good
+        (its retries exhausted, DoNotRetry, the crash limit, a signal that never came)."""
+        return self._branch("failure", None, 0, self._step(step, args, kwargs, "then_on_failure"))
+
+    def when(
+        self,
+        predicate: Callback,
+        step: Callable[..., Any] | str | JobBuilder,
+        *args: Any,
+        priority: int = 0,
+        **kwargs: Any,
+    ) -> ChainBuilder:
+        """A branch that runs ``step(*args, **kwargs)`` when ``predicate(result)`` is true
+        for the last step's :class:`~ratchet.JobResult` (success or failure). The
+        predicate is a function (trusted: this application named it) or its import path
+        ``'module:function'`` (checked against ``RATCHET_ALLOWED_MODULES`` when it runs);
+        it runs on the node that records the step's end and must be quick and
+        side-effect free. ``priority`` orders the branches (lower first)."""
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"when(..., priority={priority!r}) takes a whole number.")
+        path = callback_path(predicate, "when predicate", self.first.trusted_callbacks)
+        return self._branch("when", path, priority, self._step(step, args, kwargs, "when"))
+
+    def _branch(
+        self, kind: str, predicate: str | None, priority: int, step: JobBuilder
+    ) -> ChainBuilder:
+        condition = BranchCondition(
+            kind=kind, predicate=predicate, priority=priority, order=len(self.branches)
+        )
+        self.branches.append((len(self.steps), condition, step))
         return self
 
     def build(self) -> list[NewJob]:
-        """Every step's job, checked (as :meth:`JobBuilder.build`), each later one
-        depending on the one before it; nothing stored."""
-        jobs = [self.first.build()]
+        """Every step's and branch's job, checked (as :meth:`JobBuilder.build`), each
+        later one depending on the step before it; nothing stored."""
+        main = [self.first.build()]
+        branching = {index for index, _, _ in self.branches}
         for step in self.steps:
-            job = step.build()
-            if job.signal_key is not None:
-                raise ValueError(
-                    f"Step {job.name!r} of a chain awaits the signal {job.signal_key!r}; only a "
-                    "chain's first step can await a signal (the others wait for the step "
-                    "before them). Start the chain with that step, or submit it on its own."
-                )
-            jobs.append(dataclasses.replace(job, depends_on=jobs[-1].id))
-        return jobs
+            job = _later_step(step.build())
+            before = len(main) - 1
+            # The main line after a step with branches is its fallback branch.
+            branch = (
+                BranchCondition(kind="otherwise", order=len(self.branches))
+                if before in branching
+                else None
+            )
+            main.append(dataclasses.replace(job, depends_on=main[before].id, branch=branch))
+        for index in branching:
+            parent = main[index]
+            main[index] = dataclasses.replace(
+                parent, params={**parent.params, BRANCHES_PARAM: True}
+            )
+        branches = [
+            dataclasses.replace(
+                _later_step(step.build()), depends_on=main[index].id, branch=condition
+            )
+            for index, condition, step in self.branches
+        ]
+        return main + branches
 
     def submit(self) -> str:
         """Store every step at once; returns the first step's id."""
         if self.first.store_chain is None:
             raise TypeError("This builder was not made by an application; it cannot chain.")
         return self.first.store_chain(self.build())
+
+
+def _later_step(job: NewJob) -> NewJob:
+    """``job`` as a chain's later step or branch: refused when it awaits a signal."""
+    if job.signal_key is not None:
+        raise ValueError(
+            f"Step {job.name!r} of a chain awaits the signal {job.signal_key!r}; only a "
+            "chain's first step can await a signal (the others wait for the step "
+            "before them). Start the chain with that step, or submit it on its own."
+        )
+    return job

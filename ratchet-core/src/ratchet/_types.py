@@ -7,6 +7,7 @@ Times are timezone-aware UTC ``datetime`` values.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "TERMINAL_STATUSES",
     "BackoffPolicy",
+    "BranchCondition",
     "ClaimedJob",
     "Completion",
     "DeadLetterGroup",
@@ -95,6 +97,52 @@ class ExecutionStatus(enum.StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class BranchCondition:
+    """When a workflow branch runs, stored with the branch (``Job.branch``).
+
+    ``kind`` is ``"success"`` (``then_on_success``: the job before it succeeded),
+    ``"failure"`` (``then_on_failure``: it failed for good), ``"when"`` (``when``: the
+    function at the import path ``predicate`` answered true for its
+    :class:`~ratchet.JobResult`) or ``"otherwise"`` (the main line after a step with
+    branches: runs when none matched and the step succeeded). Branches are tried by
+    ``priority`` (lower first), then ``order`` (as defined), then id; the first that
+    matches runs and the others are canceled.
+    """
+
+    kind: str
+    predicate: str | None = None
+    priority: int = 0
+    order: int = 0
+
+    KINDS = ("success", "failure", "when", "otherwise")
+
+    def to_json(self) -> str:
+        """The stored form (stores keep it as text and never read inside it)."""
+        fields = {"kind": self.kind, "priority": self.priority, "order": self.order}
+        if self.predicate is not None:
+            fields["predicate"] = self.predicate
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> BranchCondition | None:
+        """The condition stored as ``text`` (``None`` for ``None``); text that is not a
+        condition reads as kind ``"invalid"`` (a read must not break on it; the engine
+        cancels such a branch)."""
+        if text is None:
+            return None
+        try:
+            fields = json.loads(text)
+            return cls(
+                kind=str(fields["kind"]),
+                predicate=fields.get("predicate"),
+                priority=int(fields.get("priority", 0)),
+                order=int(fields.get("order", 0)),
+            )
+        except (ValueError, TypeError, KeyError):
+            return cls(kind="invalid")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class NewJob:
     """Everything a store needs to insert one job; built and validated by ``JobBuilder.build``
     (the recurring scheduler builds its fires from a definition validated the same way).
@@ -141,6 +189,11 @@ class NewJob:
     """How long the job waits for its signal, or ``None`` for ever. The application
     passes the same value as ``delay_seconds``, so the stored ``scheduled_at`` is the
     deadline."""
+    branch: BranchCondition | None = None
+    """Set on a workflow branch (with ``depends_on`` its parent): the job is stored WAITING
+    with the condition, and only the engine's resolution of the parent's branches
+    (:class:`~ratchet.spi.SupportsWorkflows`) releases or cancels it; the parent's success
+    does not."""
 
     @property
     def initial_status(self) -> JobStatus:
@@ -202,6 +255,9 @@ class Job:
     """The delivered signal's payload, decoded from JSON (``None`` before a delivery)."""
     signal_delivered_at: datetime | None = None
     """When the signal was delivered (database time), or ``None``."""
+    branch: BranchCondition | None = None
+    """The condition of a workflow branch (``then_on_success``, ``then_on_failure``,
+    ``when``, or the main line after a step with branches), else ``None``."""
 
     @property
     def priority_name(self) -> str:

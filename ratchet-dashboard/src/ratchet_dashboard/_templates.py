@@ -9,6 +9,8 @@ from pathlib import Path
 
 import jinja2
 
+from ratchet import BranchCondition
+
 __all__ = ["environment"]
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -25,6 +27,7 @@ def environment() -> jinja2.Environment:
     environment.filters["age"] = _age
     environment.filters["pretty"] = _pretty
     environment.filters["percent"] = lambda v: NOTHING if v is None else f"{v:.1%}"
+    environment.filters["branch"] = _branch
     return environment
 
 
@@ -44,6 +47,19 @@ def _age(seconds: float | None) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} d"
+
+
+def _branch(condition: BranchCondition | None) -> str:
+    """When a workflow branch runs, in words."""
+    if condition is None:
+        return NOTHING
+    if condition.kind == "when":
+        return f"when {condition.predicate} (priority {condition.priority})"
+    return {
+        "success": "on success",
+        "failure": "on failure",
+        "otherwise": "the main line, when no branch matched and the step succeeded",
+    }.get(condition.kind, condition.kind)
 
 
 def _pretty(value: object) -> str:

@@ -15,10 +15,10 @@ from ratchet._engine.lifecycle import Lifecycle
 from ratchet._logs import get_logger
 from ratchet._payloads import Payloads
 from ratchet._results import JobResult
-from ratchet._types import JobStatus
+from ratchet._types import Job, JobStatus
 from ratchet.spi import JobStore, SupportsArchiveAccess, SupportsChains
 
-__all__ = ["cancel_rest_of_chain", "previous_result", "settle_chains"]
+__all__ = ["cancel_rest_of_chain", "job_result", "previous_result", "read_job", "settle_chains"]
 
 log = get_logger("ratchet.worker")
 
@@ -69,23 +69,33 @@ def previous_result(store: JobStore, payloads: Payloads, job_id: str) -> JobResu
     job = store.get_job(job_id)
     if job is None or job.depends_on is None:
         return None
-    before = store.get_job(job.depends_on)
-    if before is None and isinstance(store, SupportsArchiveAccess):
-        before = store.get_archived_job(job.depends_on)
+    before = read_job(store, job.depends_on)
     if before is None:
         return None
-    before = payloads.open_job(before)
+    return job_result(payloads.open_job(before))
+
+
+def read_job(store: JobStore, job_id: str) -> Job | None:
+    """``job_id`` from the live jobs, else from the archive (when the store reads it)."""
+    job = store.get_job(job_id)
+    if job is None and isinstance(store, SupportsArchiveAccess):
+        job = store.get_archived_job(job_id)
+    return job
+
+
+def job_result(job: Job) -> JobResult:
+    """How ``job`` (as read, its values opened) ended, as a :class:`JobResult`."""
     duration = None
-    if before.started_at is not None and before.finished_at is not None:
-        duration = (before.finished_at - before.started_at).total_seconds()
-    succeeded = before.status is JobStatus.SUCCEEDED
+    if job.started_at is not None and job.finished_at is not None:
+        duration = (job.finished_at - job.started_at).total_seconds()
+    succeeded = job.status is JobStatus.SUCCEEDED
     return JobResult(
-        job_id=before.id,
-        name=before.name,
+        job_id=job.id,
+        name=job.name,
         succeeded=succeeded,
-        attempt=before.attempts,
-        value=before.result if succeeded else None,
-        error=None if succeeded else before.last_error,
+        attempt=job.attempts,
+        value=job.result if succeeded else None,
+        error=None if succeeded else job.last_error,
         duration_seconds=duration,
-        params=dict(before.params),
+        params=dict(job.params),
     )

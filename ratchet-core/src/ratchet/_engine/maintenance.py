@@ -15,6 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ratchet._engine.archiver import Archiver
 from ratchet._engine.chains import cancel_rest_of_chain, settle_chains
@@ -24,8 +25,11 @@ from ratchet._engine.purges import RetentionPurges
 from ratchet._engine.signals import expire_signal_waits
 from ratchet._logs import get_logger
 from ratchet._messages import CRASH_LIMIT_MESSAGE, STALE_EXECUTION_MESSAGE
-from ratchet._types import OrphanRecovery
+from ratchet._types import Job, OrphanRecovery
 from ratchet.spi import SupportsResourcePermits
+
+if TYPE_CHECKING:
+    from ratchet._engine.workflows import BranchResolver
 
 __all__ = ["ORPHAN_SCAN_LIMIT", "ORPHAN_SCAN_LOCK", "Maintenance"]
 
@@ -59,6 +63,8 @@ class Maintenance:
         self.options = context.options
         self.archiver = Archiver(context.store, context.options, context.node_id)
         self.purges = RetentionPurges(context.store, context.options, context.node_id)
+        # Resolves the branches of workflow steps that ended (set by the worker).
+        self.branches: BranchResolver | None = None
         self._on_store_error = on_store_error
 
     def run(self, stop: threading.Event) -> None:
@@ -132,8 +138,14 @@ class Maintenance:
             if settle_chains(self.store, limit=ORPHAN_SCAN_LIMIT):
                 self.context.wakeups.wake()  # chain steps released behind a success
             expire_signal_waits(
-                self.store, self.context.payloads, self.lifecycle, limit=ORPHAN_SCAN_LIMIT
+                self.store,
+                self.context.payloads,
+                self.lifecycle,
+                limit=ORPHAN_SCAN_LIMIT,
+                after_end=self._ended,
             )
+            if self.branches is not None and self.branches.recover(limit=ORPHAN_SCAN_LIMIT):
+                self.context.wakeups.wake()  # branches released behind an ended step
             stale = self.store.list_stale_nodes(grace)
             if stale:
                 self.store.remove_nodes([node.node_id for node in stale])
@@ -147,6 +159,14 @@ class Maintenance:
             return recovery
         finally:
             self.store.release_lock(ORPHAN_SCAN_LOCK, self.node_id)
+
+    def _ended(self, job_id: str, _job: Job | None = None) -> None:
+        """``job_id`` was dead-lettered here: its branches are resolved, or the rest of
+        its chain is canceled."""
+        if self.branches is not None:
+            self.branches.after_failure(job_id)
+        else:
+            cancel_rest_of_chain(self.store, job_id, self.lifecycle)
 
     def fail_exhausted(self, recovery: OrphanRecovery) -> int:
         """Dead-letter the jobs a recovery found at the crash limit (their ``on_failure``
@@ -166,7 +186,7 @@ class Maintenance:
                 count_attempt=False,  # no attempt finished: every run ended in a crash
             ):
                 dead += 1
-                cancel_rest_of_chain(self.store, job_id, self.lifecycle)
+                self._ended(job_id, job)
                 log.error(
                     "Job %s crashed its node %d times; moved to the dead-letter queue.",
                     job_id,

@@ -35,16 +35,20 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ratchet._engine.chains import cancel_rest_of_chain
 from ratchet._engine.completions import CompletionWriter, PendingSuccess
 from ratchet._engine.failure_text import describe_failure, summarize_failure
 from ratchet._engine.lifecycle import Lifecycle
+from ratchet._jobs import BRANCHES_PARAM
 from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, Completion, JobStatus
 from ratchet.spi import JobStore, SupportsSnooze
+
+if TYPE_CHECKING:
+    from ratchet._engine.workflows import BranchResolver
 
 __all__ = [
     "Decision",
@@ -195,6 +199,8 @@ class OutcomeRecorder:
         self.on_background_success = on_background_success
         self.lifecycle = lifecycle
         self.completions: CompletionWriter | None = None
+        # Resolves the branches of a workflow step once it ended (set by the worker).
+        self.branches: BranchResolver | None = None
         self._snooze_fallback_warned = False
         self._snooze_fallback_lock = threading.Lock()  # the warning goes out once
         # What the lifecycle needs of a success handed to the background writer, by
@@ -301,7 +307,7 @@ class OutcomeRecorder:
             self._stale(job, succeeded=False, message=decision.error, outcome=kind)
             return Outcome(job.id, "stale", False)
         if kind == "failed":
-            cancel_rest_of_chain(self.store, job.id, self.lifecycle)
+            self._ended(job, succeeded=False)
         if self.lifecycle is not None:
             if isinstance(decision, Retry):
                 self.lifecycle.failed(
@@ -393,7 +399,20 @@ class OutcomeRecorder:
             return Outcome(job.id, "stale", False)
         if self.lifecycle is not None:
             self.lifecycle.succeeded(job, duration, decision.result_json)
+        if BRANCHES_PARAM in job.params:
+            self._ended(job, succeeded=True)
         return Outcome(job.id, "succeeded", True)
+
+    def _ended(self, job: ClaimedJob, *, succeeded: bool) -> None:
+        """``job`` succeeded (a workflow step: its branches are resolved) or failed for
+        good (its branches are resolved, or the rest of its chain is canceled)."""
+        if self.branches is None:
+            if not succeeded:
+                cancel_rest_of_chain(self.store, job.id, self.lifecycle)
+        elif succeeded:
+            self.branches.after_success(job.id)
+        else:
+            self.branches.after_failure(job.id)
 
     def _persist(self, job: ClaimedJob, leaves: JobStatus, write: Callable[[], bool]) -> bool:
         """Run the fenced outcome ``write``, retried while the store is unreachable and
@@ -459,6 +478,8 @@ class OutcomeRecorder:
                 self.on_background_success(job)
             if self.lifecycle is not None and queued is not None:
                 self.lifecycle.succeeded(job, *queued)
+            if BRANCHES_PARAM in job.params:
+                self._ended(job, succeeded=True)
         elif recorded is False:
             self._stale(job, succeeded=True, message=STALE_SUCCESS_MESSAGE)
 

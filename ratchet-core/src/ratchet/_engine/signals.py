@@ -12,6 +12,7 @@ queue (its ``on_failure`` callback runs, the rest of its chain is canceled).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ratchet._codec import encode_json, type_name
@@ -109,11 +110,18 @@ def read_signal(store: JobStore, payloads: Payloads, job_id: str) -> Any:
 
 
 def expire_signal_waits(
-    store: JobStore, payloads: Payloads, lifecycle: Lifecycle | None, *, limit: int
+    store: JobStore,
+    payloads: Payloads,
+    lifecycle: Lifecycle | None,
+    *,
+    limit: int,
+    after_end: Callable[[str, Job | None], None] | None = None,
 ) -> tuple[int, int]:
     """Charge the waits past their deadline (at most ``limit``): re-armed for another wait
-    after the job's backoff while retries remain, else failed for good. Returns
-    ``(re-armed, failed)``; a wait a delivery or another node took first is skipped."""
+    after the job's backoff while retries remain, else failed for good (then
+    ``after_end(id, job)`` resolves its branches or cancels the rest of its chain; by
+    default the rest of its chain is canceled). Returns ``(re-armed, failed)``; a wait a
+    delivery or another node took first is skipped."""
     if not isinstance(store, SupportsSignals):
         return 0, 0
     rearmed = failed = 0
@@ -142,7 +150,10 @@ def expire_signal_waits(
                 attempt,
                 extra={"event": "job_dead_lettered", "job_id": job.id},
             )
-            cancel_rest_of_chain(store, job.id, lifecycle)
+            if after_end is None:
+                cancel_rest_of_chain(store, job.id, lifecycle)
+            else:
+                after_end(job.id, payloads.open_job(job))
         else:
             rearmed += 1
             log.info(

@@ -40,6 +40,7 @@ from ratchet._engine.queues import ServedQueues, queue_store
 from ratchet._engine.recurring import RecurringScheduler
 from ratchet._engine.runner import JobRunner
 from ratchet._engine.threads import crash_error, guarded
+from ratchet._engine.workflows import BranchResolver
 from ratchet._logs import engine_thread, get_logger, log_fields
 from ratchet._messages import DRAIN_RELEASED_MESSAGE
 from ratchet._redact import redact
@@ -176,6 +177,17 @@ class Worker:
         self.maintenance = Maintenance(
             context, on_store_error=self._store_error, lifecycle=self.lifecycle
         )
+        # Workflows: the branches of a step are resolved once it ended (the recorder),
+        # and after a crash (the orphan scan).
+        branches = BranchResolver(
+            context.store,
+            context.payloads,
+            trusted=context.trusted_callbacks,
+            policy=context.class_policy,
+            lifecycle=self.lifecycle,
+        )
+        self.recorder.branches = branches
+        self.maintenance.branches = branches
         self.recurring = RecurringScheduler(
             context, max_sleep=options.recurring_poll_max_seconds, lifecycle=self.lifecycle
         )

@@ -17,6 +17,7 @@ from ratchet._job_logs import JobLogs, JobProgress
 from ratchet._printable import printable
 from ratchet._redact import redact
 from ratchet._types import (
+    BranchCondition,
     Execution,
     ExecutionStatus,
     Job,
@@ -116,6 +117,7 @@ def job_details(job: Job, executions: Sequence[Execution], dependents: Sequence[
         ("finished", when(job.finished_at)),
         ("result", "" if job.result is None else f"{job.result!r} ({job.result_type})"),
         ("depends on", job.depends_on or ""),
+        ("branch", branch_text(job.branch)),
         ("awaits signal", _signal_wait(job)),
         ("signal", "" if job.signal_delivered_at is None else _delivered(job)),
         ("next steps", ", ".join(f"{d.id} ({d.status.value})" for d in dependents)),
@@ -143,6 +145,22 @@ def job_details(job: Job, executions: Sequence[Execution], dependents: Sequence[
             table(("#", "CLAIM", "OUTCOME", "NODE", "STARTED", "FINISHED", "MESSAGE"), rows)
         )
     return "\n".join(lines)
+
+
+def branch_text(condition: BranchCondition | None) -> str:
+    """When a workflow branch runs, in words (empty for a job that is no branch)."""
+    if condition is None:
+        return ""
+    described = {
+        "success": "on success",
+        "failure": "on failure",
+        "otherwise": "the main line (when no branch matched and the step succeeded)",
+    }.get(condition.kind)
+    if described is None:
+        described = f"when {condition.predicate}" if condition.kind == "when" else condition.kind
+    if condition.kind in ("when", "success", "failure"):
+        described += f" (priority {condition.priority}, #{condition.order + 1})"
+    return described
 
 
 def _signal_wait(job: Job) -> str:

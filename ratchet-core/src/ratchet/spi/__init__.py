@@ -45,6 +45,7 @@ from ratchet._types import (
     DEFAULT_QUEUE,
     TERMINAL_STATUSES,
     BackoffPolicy,
+    BranchCondition,
     ClaimedJob,
     Completion,
     DeadLetterGroup,
@@ -97,6 +98,7 @@ from ratchet.spi._capabilities import (
     SupportsSnooze,
     SupportsTestReset,
     SupportsTransactionalEnqueue,
+    SupportsWorkflows,
 )
 from ratchet.spi._checks import (
     MAX_QUEUE_NAME_LENGTH,
@@ -168,6 +170,7 @@ __all__ = [
     "UNSTARTED_RECOVERED_MESSAGE",
     "ArchiveStore",
     "BackoffPolicy",
+    "BranchCondition",
     "BroadcastClusterCoordinator",
     "ClaimedJob",
     "ClassPolicy",
@@ -235,6 +238,7 @@ __all__ = [
     "SupportsSnooze",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",
+    "SupportsWorkflows",
     "WakeupHint",
     "business_key_held",
     "business_key_twice",

@@ -44,6 +44,7 @@ __all__ = [
     "SupportsSnooze",
     "SupportsTestReset",
     "SupportsTransactionalEnqueue",
+    "SupportsWorkflows",
 ]
 
 
@@ -424,6 +425,49 @@ class SupportsChains(Protocol):
 
     def dependents(self, job_id: str) -> list[Job]:
         """Every job whose ``depends_on`` is ``job_id``, in any status, oldest first."""
+        ...
+
+
+@runtime_checkable
+class SupportsWorkflows(Protocol):
+    """A store that keeps workflow branches (``then_on_success``, ``then_on_failure``,
+    ``when``); without it a branch cannot be stored. It builds on :class:`SupportsChains`.
+
+    A job enqueued with :attr:`NewJob.branch <ratchet.spi.NewJob.branch>` (and
+    ``depends_on``, its parent) is a *branch*: stored WAITING like a chain step, with the
+    condition read back as ``Job.branch``. Unlike a chain step, the parent's success must
+    **not** release it (the success's release takes dependents without a branch only),
+    and :meth:`SupportsChains.settle_waiting_jobs` must leave it alone: only
+    :meth:`resolve_branches` and :meth:`cancel_branch` end its wait, or the cancels that
+    take any WAITING job (``cancel_job``, ``cancel_dependents``, ...). The engine decides
+    which branch runs; the store makes that decision happen once.
+    """
+
+    def resolve_branches(self, parent_id: str, *, winner: str | None, message: str) -> int:
+        """End the wait of every WAITING branch of ``parent_id`` at once: ``winner`` (one
+        of them, or ``None``) becomes PENDING, due at database-now; every other becomes
+        CANCELED with ``finished_at`` at database-now and ``last_error`` ``message``.
+        Returns how many branches changed: 0 when none was WAITING any more, as for a
+        second call. Two calls racing for one parent (even naming different winners)
+        must never both release a branch: only one decision applies. A store that
+        cannot change several jobs in one transaction must first record the decision on
+        the parent with a compare-and-set (a later call then applies the recorded
+        decision, not its own) and must apply a recorded decision in
+        :meth:`branch_parents`' callers' next call, so a crash half-way loses nothing."""
+        ...
+
+    def cancel_branch(self, job_id: str, *, message: str) -> bool:
+        """Cancel one WAITING branch (its condition could not be evaluated) with
+        ``finished_at`` at database-now and ``last_error`` ``message``; ``False`` when
+        ``job_id`` is no WAITING branch."""
+        ...
+
+    def branch_parents(self, *, limit: int) -> list[str]:
+        """Ids of jobs that ended (SUCCEEDED, FAILED, CANCELED, or are gone from the live
+        table) and still have WAITING branches: what a crash between a parent's end and
+        the resolution of its branches left (the maintenance scan resolves them). At most
+        ``limit``, each once. Jobs still to run (PENDING, RUNNING, PAUSED, WAITING) are
+        never listed."""
         ...
 
 

@@ -9,7 +9,8 @@ value type from it. Column orders (a store's SELECTs must follow them):
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
   business_key, idempotency_key, tags, params, recurring_id, result_json, result_type,
   last_error, scheduled_at, created_at, started_at, finished_at[, updated_at, queue,
-  depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at]
+  depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at,
+  branch_json]
 * claimed job: id, name, target, args_json, kwargs_json, priority, attempts, max_retries,
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key,
   idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries[, queue]
@@ -17,7 +18,8 @@ value type from it. Column orders (a store's SELECTs must follow them):
 The columns in brackets are optional: a row without ``queue`` (a store without
 ``SupportsQueues``) reads as the queue ``"default"``, one without ``depends_on`` (a store
 without ``SupportsChains``) as a job outside any chain, one without the ``signal_*``
-columns (a store without ``SupportsSignals``) as a job that awaits no signal.
+columns (a store without ``SupportsSignals``) as a job that awaits no signal, one without
+``branch_json`` (a store without ``SupportsWorkflows``) as a job that is no branch.
 * execution: job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 * node: node_id, started_at, heartbeat_at
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
@@ -35,6 +37,7 @@ from typing import Any
 from ratchet._types import (
     DEFAULT_QUEUE,
     BackoffPolicy,
+    BranchCondition,
     ClaimedJob,
     Execution,
     ExecutionStatus,
@@ -137,6 +140,7 @@ class RowDecoder:
             queue=self.text(row[29]) if len(row) > 29 else DEFAULT_QUEUE,
             depends_on=self._text_or_none(row[30]) if len(row) > 30 else None,
             **(self._signal_fields(row) if len(row) > 34 else {}),
+            branch=BranchCondition.from_json(row[35]) if len(row) > 35 else None,
         )
 
     def _signal_fields(self, row: Row) -> dict[str, Any]:

@@ -62,6 +62,7 @@ from ratchet_tck.store.signals import SignalContracts
 from ratchet_tck.store.snooze import SnoozeContracts
 from ratchet_tck.store.times import DatabaseClockContracts, TimePrecisionContracts
 from ratchet_tck.store.transactional import TransactionalEnqueueContracts
+from ratchet_tck.store.workflows import WorkflowContracts
 
 __all__ = [
     "JobStoreSuite",
@@ -118,6 +119,7 @@ class JobStoreSuite(
     JobPauseContracts,
     ChainContracts,
     SignalContracts,
+    WorkflowContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -48,10 +48,12 @@ class ChainOperations(FencedCollections):
         return list(self._jobs.find({"depends_on": {"$in": job_ids}, "status": _WAITING}))
 
     def _release_dependents(self, job_id: str) -> int:
-        """After ``job_id``'s success was written: its WAITING steps -> PENDING, due now."""
+        """After ``job_id``'s success was written: its WAITING steps -> PENDING, due now.
+        A workflow branch waits for the engine's resolution (``_workflows``)."""
         return sum(
             self._job_cas(str(doc["_id"]), _released, doc=doc) is not None
             for doc in self._waiting_behind([job_id])
+            if doc.get("branch_json") is None
         )
 
     @unavailable
@@ -73,7 +75,8 @@ class ChainOperations(FencedCollections):
             return 0
         changed = 0
         waiting = self._jobs.find(
-            {"status": _WAITING, "depends_on": {"$ne": None}}, sort=[("_id", 1)]
+            {"status": _WAITING, "depends_on": {"$ne": None}, "branch_json": None},
+            sort=[("_id", 1)],
         )
         for doc in waiting:
             if changed >= limit:

@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 from ratchet.spi import (
     DEFAULT_QUEUE,
     BackoffPolicy,
+    BranchCondition,
     ClaimedJob,
     Execution,
     ExecutionStatus,
@@ -97,6 +98,7 @@ def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str,
         "signal_timeout_seconds": job.signal_timeout_seconds,
         "signal_json": None,
         "signal_delivered_at": None,
+        "branch_json": None if job.branch is None else job.branch.to_json(),
     }
 
 
@@ -146,6 +148,7 @@ def job_from_doc(doc: Doc) -> Job:
         signal_timeout_seconds=doc.get("signal_timeout_seconds"),
         signal=_json_or_none(doc.get("signal_json")),
         signal_delivered_at=_maybe(doc.get("signal_delivered_at")),
+        branch=BranchCondition.from_json(doc.get("branch_json")),
     )
 
 

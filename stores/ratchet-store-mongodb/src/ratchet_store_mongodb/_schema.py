@@ -84,6 +84,10 @@ INDEXES: dict[str, list[IndexModel]] = {
         ),
         # Chains (SupportsChains): a success finds the steps waiting for it.
         IndexModel([("depends_on", ASCENDING)], name="ratchet_job_depends_on"),
+        # Workflows (SupportsWorkflows): the recovery scan reads the waiting branches.
+        IndexModel(
+            [("status", ASCENDING), ("branch_json", ASCENDING)], name="ratchet_job_branches"
+        ),
         # Signals (SupportsSignals): a delivery by key finds its waiters, oldest first.
         IndexModel(
             [("signal_key", ASCENDING), ("status", ASCENDING), ("created_at", ASCENDING)],

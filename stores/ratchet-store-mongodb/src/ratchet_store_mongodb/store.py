@@ -63,6 +63,7 @@ from ratchet_store_mongodb._reads import ReadOperations
 from ratchet_store_mongodb._recurring import RecurringOperations
 from ratchet_store_mongodb._signals import SignalOperations
 from ratchet_store_mongodb._url import parse_store_url
+from ratchet_store_mongodb._workflows import WorkflowOperations
 
 __all__ = ["STALL_SECONDS", "MongoDBJobStore"]
 
@@ -83,6 +84,7 @@ class MongoDBJobStore(
     QueueOperations,
     ChainOperations,
     SignalOperations,
+    WorkflowOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""

@@ -738,13 +738,13 @@ ORDER BY p.acquired_at, p.job_id;
 -- locking statement here names its index: a locking scan of a small table would lock
 -- every row it reads (see lock_candidates).
 UPDATE ratchet_job FORCE INDEX (ratchet_job_depends_on) SET status = 'PENDING', scheduled_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
-WHERE depends_on = %(id)s AND status = 'WAITING';
+WHERE depends_on = %(id)s AND status = 'WAITING' AND branch_json IS NULL;
 
 -- name: release_dependents_of
 -- complete_jobs' release: the positional form (the batch's time twice, then {ids}).
 UPDATE ratchet_job FORCE INDEX (ratchet_job_depends_on)
 SET status = 'PENDING', scheduled_at = %s, updated_at = %s
-WHERE depends_on IN ({ids}) AND status = 'WAITING';
+WHERE depends_on IN ({ids}) AND status = 'WAITING' AND branch_json IS NULL;
 
 -- name: select_waiting_dependents
 SELECT id FROM ratchet_job WHERE depends_on IN ({ids}) AND status = 'WAITING';
@@ -764,7 +764,7 @@ WHERE id IN ({ids}) AND status = 'WAITING';
 SELECT w.id, w.depends_on, COALESCE(p.status, a.status) FROM ratchet_job w
 LEFT JOIN ratchet_job p ON p.id = w.depends_on
 LEFT JOIN ratchet_job_archive a ON a.id = w.depends_on
-WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL
+WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL AND w.branch_json IS NULL
   AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
 ORDER BY w.id
 LIMIT %(limit)s;
@@ -813,3 +813,30 @@ SET status = 'FAILED', attempts = attempts + 1, last_error = %(message)s,
 WHERE id = %(id)s AND status = 'WAITING' AND signal_key IS NOT NULL
   AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= UTC_TIMESTAMP(6)
   AND attempts = %(attempts)s;
+
+-- ===================================================================== workflows
+
+-- name: resolve_branches
+-- Every WAITING branch of a parent in one statement: the winner released, the others
+-- canceled. A racing resolution waits on the row locks, then reads no row WAITING.
+UPDATE ratchet_job FORCE INDEX (ratchet_job_depends_on)
+SET status = CASE WHEN id = %(winner)s THEN 'PENDING' ELSE 'CANCELED' END,
+    scheduled_at = CASE WHEN id = %(winner)s THEN UTC_TIMESTAMP(6) ELSE scheduled_at END,
+    finished_at = CASE WHEN id = %(winner)s THEN NULL ELSE UTC_TIMESTAMP(6) END,
+    last_error = CASE WHEN id = %(winner)s THEN last_error ELSE %(message)s END,
+    updated_at = UTC_TIMESTAMP(6)
+WHERE depends_on = %(parent)s AND branch_json IS NOT NULL AND status = 'WAITING';
+
+-- name: cancel_branch
+UPDATE ratchet_job
+SET status = 'CANCELED', last_error = %(message)s, finished_at = UTC_TIMESTAMP(6),
+    updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND branch_json IS NOT NULL AND status = 'WAITING';
+
+-- name: select_branch_parents
+-- Parents that ended (or are gone) with branches still WAITING: a crash left them.
+SELECT DISTINCT w.depends_on FROM ratchet_job w
+LEFT JOIN ratchet_job p ON p.id = w.depends_on
+WHERE w.status = 'WAITING' AND w.branch_json IS NOT NULL
+  AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
+LIMIT %(limit)s;

@@ -18,7 +18,8 @@ id, name, target, args_json, kwargs_json, status, priority, attempts, max_retrie
 backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
 business_key, idempotency_key, tags, params, recurring_id, result_json,
 result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at,
-queue, depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at
+queue, depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at,
+branch_json
 
 -- name: now
 SELECT statement_timestamp();
@@ -39,11 +40,11 @@ WITH batch AS (
         %(business_key)s::text[], %(idempotency_key)s::text[], %(tags)s::text[],
         %(params)s::text[], %(recurring_id)s::text[], %(scheduled_at)s::timestamptz[],
         %(delay)s::float8[], %(queue)s::text[], %(status)s::text[], %(depends_on)s::text[],
-        %(signal_key)s::text[], %(signal_timeout_seconds)s::float8[]
+        %(signal_key)s::text[], %(signal_timeout_seconds)s::float8[], %(branch_json)s::text[]
     ) AS b (id, name, target, args_json, kwargs_json, priority, max_retries, backoff,
             backoff_ms, timeout_seconds, business_key, idempotency_key, tags_json,
             params_json, recurring_id, scheduled_at, delay_seconds, queue, status, depends_on,
-            signal_key, signal_timeout_seconds)
+            signal_key, signal_timeout_seconds, branch_json)
 ),
 reserved AS (
     INSERT INTO ratchet_idempotency_key (key, job_id, created_at)
@@ -60,7 +61,7 @@ inserted AS (
            COALESCE(scheduled_at,
                     statement_timestamp() + make_interval(secs => delay_seconds)),
            statement_timestamp(), NULL, NULL, statement_timestamp(), queue, depends_on,
-           signal_key, signal_timeout_seconds, NULL, NULL
+           signal_key, signal_timeout_seconds, NULL, NULL, branch_json
     FROM batch
     RETURNING id
 ),
@@ -95,7 +96,8 @@ VALUES (%(id)s, %(name)s, %(target)s, %(args_json)s, %(kwargs_json)s, %(status)s
         COALESCE(%(scheduled_at)s::timestamptz,
                  statement_timestamp() + make_interval(secs => %(delay)s::float8)),
         statement_timestamp(), NULL, NULL, statement_timestamp(), %(queue)s,
-        %(depends_on)s, %(signal_key)s, %(signal_timeout_seconds)s::float8, NULL, NULL)
+        %(depends_on)s, %(signal_key)s, %(signal_timeout_seconds)s::float8, NULL, NULL,
+        %(branch_json)s)
 
 -- name: enqueue_one
 {_insert_one_job};
@@ -276,7 +278,7 @@ released AS (
     UPDATE ratchet_job AS w
     SET status = 'PENDING', scheduled_at = statement_timestamp(),
         updated_at = statement_timestamp()
-    FROM job WHERE w.depends_on = job.id AND w.status = 'WAITING'
+    FROM job WHERE w.depends_on = job.id AND w.status = 'WAITING' AND w.branch_json IS NULL
     RETURNING 1
 )
 
@@ -1048,7 +1050,7 @@ WHERE id IN ({ids}) AND status = 'WAITING';
 SELECT w.id, w.depends_on, COALESCE(p.status, a.status) FROM ratchet_job w
 LEFT JOIN ratchet_job p ON p.id = w.depends_on
 LEFT JOIN ratchet_job_archive a ON a.id = w.depends_on
-WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL
+WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL AND w.branch_json IS NULL
   AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
 ORDER BY w.id
 LIMIT %(limit)s;
@@ -1096,3 +1098,31 @@ SET status = 'FAILED', attempts = attempts + 1, last_error = %(message)s,
 WHERE id = %(id)s AND status = 'WAITING' AND signal_key IS NOT NULL
   AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= statement_timestamp()
   AND attempts = %(attempts)s;
+
+-- ===================================================================== workflows
+
+-- name: resolve_branches
+-- Every WAITING branch of a parent in one statement: the winner released, the others
+-- canceled. A racing resolution waits on the row locks, then finds no row WAITING.
+UPDATE ratchet_job
+SET status = CASE WHEN id = %(winner)s::text THEN 'PENDING' ELSE 'CANCELED' END,
+    scheduled_at = CASE WHEN id = %(winner)s::text THEN statement_timestamp()
+                        ELSE scheduled_at END,
+    finished_at = CASE WHEN id = %(winner)s::text THEN NULL ELSE statement_timestamp() END,
+    last_error = CASE WHEN id = %(winner)s::text THEN last_error ELSE %(message)s END,
+    updated_at = statement_timestamp()
+WHERE depends_on = %(parent)s AND branch_json IS NOT NULL AND status = 'WAITING';
+
+-- name: cancel_branch
+UPDATE ratchet_job
+SET status = 'CANCELED', last_error = %(message)s, finished_at = statement_timestamp(),
+    updated_at = statement_timestamp()
+WHERE id = %(id)s AND branch_json IS NOT NULL AND status = 'WAITING';
+
+-- name: select_branch_parents
+-- Parents that ended (or are gone) with branches still WAITING: a crash left them.
+SELECT DISTINCT w.depends_on FROM ratchet_job w
+LEFT JOIN ratchet_job p ON p.id = w.depends_on
+WHERE w.status = 'WAITING' AND w.branch_json IS NOT NULL
+  AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
+LIMIT %(limit)s;

@@ -62,6 +62,7 @@ from ratchet.spi.sql._queues import QUEUE_STATEMENTS, SQLQueues
 from ratchet.spi.sql._session import Params, Row, SQLSession
 from ratchet.spi.sql._signals import SIGNAL_STATEMENTS, SQLSignals
 from ratchet.spi.sql._statements import Statements
+from ratchet.spi.sql._workflows import WORKFLOW_STATEMENTS, SQLWorkflows
 
 __all__ = ["STATEMENTS", "SQLJobStore"]
 
@@ -160,6 +161,8 @@ STATEMENTS = frozenset(
     | CHAIN_STATEMENTS
     # signals (SupportsSignals): ratchet.spi.sql._signals
     | SIGNAL_STATEMENTS
+    # workflows (SupportsWorkflows): ratchet.spi.sql._workflows
+    | WORKFLOW_STATEMENTS
 )
 """The statements the shared methods run. A backend that overrides a method may leave
 that method's statements out (``missing_statements`` tells which it still needs)."""
@@ -179,7 +182,9 @@ _LIST_JOBS = {
 }
 
 
-class SQLJobStore(SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, SQLSignals, JobStore):
+class SQLJobStore(
+    SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, SQLSignals, SQLWorkflows, JobStore
+):
     """The JobStore of an SQL database, less what its backend supplies (module docstring).
 
     Subclasses set ``statements``, ``decode`` and ``encode`` (class or instance

@@ -35,7 +35,8 @@ JOB_COLUMNS = (
     "backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at, "
     "business_key, idempotency_key, tags_json, params_json, recurring_id, result_json, "
     "result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at, "
-    "queue, depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at"
+    "queue, depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at, "
+    "branch_json"
 )
 
 RECURRING_COLUMNS = (

@@ -16,7 +16,7 @@ VALUES (:id, :name, :target, :args_json, :kwargs_json, :status, :priority, 0, :m
         :backoff, :backoff_ms, :timeout_seconds, 0, 0, NULL, NULL,
         :business_key, :idempotency_key, :tags, :params, :recurring_id, NULL,
         NULL, NULL, COALESCE(:scheduled_at, :now + :delay), :now, NULL, NULL, :now, :queue,
-        :depends_on, :signal_key, :signal_timeout_seconds, NULL, NULL);
+        :depends_on, :signal_key, :signal_timeout_seconds, NULL, NULL, :branch_json);
 
 -- name: insert_tag
 INSERT OR IGNORE INTO ratchet_job_tag (tag, job_id) VALUES (:tag, :id);
@@ -595,9 +595,10 @@ ORDER BY p.acquired_at, p.job_id;
 -- ===================================================================== chains
 
 -- name: release_dependents
--- A success releases the chain steps waiting for it, in the success's transaction.
+-- A success releases the chain steps waiting for it, in the success's transaction; a
+-- workflow branch waits for the engine's resolution (resolve_branches).
 UPDATE ratchet_job SET status = 'PENDING', scheduled_at = :now, updated_at = :now
-WHERE depends_on = :id AND status = 'WAITING';
+WHERE depends_on = :id AND status = 'WAITING' AND branch_json IS NULL;
 
 -- name: select_waiting_dependents
 SELECT id FROM ratchet_job WHERE depends_on IN ({ids}) AND status = 'WAITING';
@@ -617,7 +618,7 @@ WHERE id IN ({ids}) AND status = 'WAITING';
 SELECT w.id, w.depends_on, COALESCE(p.status, a.status) FROM ratchet_job w
 LEFT JOIN ratchet_job p ON p.id = w.depends_on
 LEFT JOIN ratchet_job_archive a ON a.id = w.depends_on
-WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL
+WHERE w.status = 'WAITING' AND w.depends_on IS NOT NULL AND w.branch_json IS NULL
   AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
 ORDER BY w.id
 LIMIT :limit;
@@ -661,3 +662,29 @@ SET status = 'FAILED', attempts = attempts + 1, last_error = :message, finished_
     updated_at = :now
 WHERE id = :id AND status = 'WAITING' AND signal_key IS NOT NULL
   AND signal_timeout_seconds IS NOT NULL AND scheduled_at <= :now AND attempts = :attempts;
+
+-- ===================================================================== workflows
+
+-- name: resolve_branches
+-- Every WAITING branch of a parent in one statement: the winner released, the others
+-- canceled. The status guard makes a second resolution (or a racing one) change nothing.
+UPDATE ratchet_job
+SET status = CASE WHEN id = :winner THEN 'PENDING' ELSE 'CANCELED' END,
+    scheduled_at = CASE WHEN id = :winner THEN :now ELSE scheduled_at END,
+    finished_at = CASE WHEN id = :winner THEN NULL ELSE :now END,
+    last_error = CASE WHEN id = :winner THEN last_error ELSE :message END,
+    updated_at = :now
+WHERE depends_on = :parent AND branch_json IS NOT NULL AND status = 'WAITING';
+
+-- name: cancel_branch
+UPDATE ratchet_job
+SET status = 'CANCELED', last_error = :message, finished_at = :now, updated_at = :now
+WHERE id = :id AND branch_json IS NOT NULL AND status = 'WAITING';
+
+-- name: select_branch_parents
+-- Parents that ended (or are gone) with branches still WAITING: a crash left them.
+SELECT DISTINCT w.depends_on FROM ratchet_job w
+LEFT JOIN ratchet_job p ON p.id = w.depends_on
+WHERE w.status = 'WAITING' AND w.branch_json IS NOT NULL
+  AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
+LIMIT :limit;
