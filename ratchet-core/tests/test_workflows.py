@@ -244,4 +244,5 @@ def test_a_branch_is_marked_and_described_by_its_condition(app: Ratchet) -> None
         "predicate": "test_workflows:is_large",
         "priority": 3,
         "order": 0,
+        "threshold": None,
     }

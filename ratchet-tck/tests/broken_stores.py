@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import broken_archive_stores
+import broken_batch_stores
 import broken_capability_stores
 import broken_chain_stores
 import broken_cluster_stores
@@ -68,6 +69,7 @@ def named(name: str) -> type[SQLiteJobStore]:
         broken_chain_stores,
         broken_signal_stores,
         broken_workflow_stores,
+        broken_batch_stores,
         reference_stores,
     )
     for module in modules:

@@ -402,6 +402,20 @@ CATALOGUE = [
     ("SettleTakesBranchesStore", "test_settling_and_recovery_see_branches_as_theirs"),
     ("BranchParentsStillRunningStore", "test_settling_and_recovery_see_branches_as_theirs"),
     ("ResolutionReadThenWriteStore", "test_racing_resolutions_apply_one_decision"),
+    # batches (SupportsBatches)
+    ("RecordStoredPendingStore", "test_a_batch_record_waits_unclaimed_and_its_children_run"),
+    ("ChildLinkDroppedStore", "test_a_batch_record_waits_unclaimed_and_its_children_run"),
+    ("CompleteWhileActiveStore", "test_a_batch_completes_once_when_its_last_child_ends"),
+    ("CompleteUnguardedStore", "test_a_batch_completes_once_when_its_last_child_ends"),
+    (
+        "CanceledNotCountedStore",
+        "test_a_canceled_child_counts_and_an_unknown_batch_completes_nothing",
+    ),
+    ("ReadyWithActiveChildrenStore", "test_ready_batches_lists_what_a_crash_left"),
+    (
+        "CompleteReadThenWriteStore",
+        "test_the_last_two_children_ending_on_two_nodes_complete_the_batch_once",
+    ),
     # sealed payloads (ratchet.encryption)
     ("ShortArgumentsColumnStore", "test_an_encrypted_job_is_stored_sealed_and_runs_opened"),
     # job queries (SupportsJobQuery)
@@ -471,6 +485,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
     """The catalogue holds at least 30 broken stores, and each has a row in the table."""
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     import broken_archive_stores
+    import broken_batch_stores
     import broken_capability_stores
     import broken_chain_stores
     import broken_cluster_stores
@@ -514,6 +529,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
             broken_chain_stores,
             broken_signal_stores,
             broken_workflow_stores,
+            broken_batch_stores,
         )
         for name, value in vars(module).items()
         if isinstance(value, type)

@@ -15,6 +15,7 @@ def send_receipt(order_id: int) -> None: ...
 from __future__ import annotations
 
 from ratchet._app import DEFAULT_STORE_URL, Ratchet
+from ratchet._batches import Batch, BatchBuilder, BatchStatus
 from ratchet._config import RatchetOptions
 from ratchet._context import JobContext, current_job
 from ratchet._cron import Misfire
@@ -55,6 +56,9 @@ __all__ = [
     "ArgumentsNotSerializableError",
     "AttemptLog",
     "BackoffPolicy",
+    "Batch",
+    "BatchBuilder",
+    "BatchStatus",
     "BranchCondition",
     "BusinessKeyConflictError",
     "ChainBuilder",

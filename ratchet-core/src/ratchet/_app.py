@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
+from ratchet._batches import Batch, BatchBuilder, batch_name, batch_of
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._engine.cancels import cancel_in_store
@@ -80,6 +81,7 @@ from ratchet.spi import (
     StoreStartupCoordinator,
     SupportsArchiveAccess,
     SupportsAsyncEnqueue,
+    SupportsBatches,
     SupportsBulkRetry,
     SupportsCancelHints,
     SupportsChains,
@@ -701,6 +703,61 @@ class Ratchet:
             self._announce(int(job.priority) if job is not None else int(JobPriority.NORMAL))
         return resumed
 
+    # -- batches -------------------------------------------------------------------------
+
+    def batch(self, name: str) -> BatchBuilder:
+        """A batch: ``app.batch("import").for_each(rows, load_row)
+        .then_on_batch_success(report).submit()`` stores a record and one child per item
+        in one write and returns the batch id (:class:`~ratchet.BatchBuilder`)."""
+        return BatchBuilder(
+            name=batch_name(name), builder=self.builder, store_batch=self._store_batch
+        )
+
+    def _store_batch(self, jobs: list[NewJob]) -> str:
+        """Store a batch's record, children and callbacks in one write; the batch id."""
+        if not isinstance(self.store, SupportsBatches):
+            raise ConfigurationError(
+                f"The store {self.store.describe()} keeps no batches (it lacks "
+                "ratchet.spi.SupportsBatches). Enqueue the jobs with enqueue_many, or use a "
+                "store that keeps batches (every first-party store does)."
+            )
+        self._store_chain_checks(jobs)
+        with self.observers.enqueuing(jobs) as stored:
+            self.store.enqueue_many(stored)
+        self._announce(max(job.priority for job in jobs))
+        return jobs[0].id
+
+    def get_batch(self, batch_id: str) -> Batch | None:
+        """The batch ``batch_id`` (total, completed, failed, canceled, percent done,
+        status), or ``None`` when there is no such batch in the store or its archive."""
+        store = self.store
+        record = store.get_job(batch_id)
+        if record is None and isinstance(store, SupportsArchiveAccess):
+            record = store.get_archived_job(batch_id)
+        if record is None or record.batch_total is None:
+            return None
+        live = None
+        if record.status is JobStatus.WAITING and isinstance(store, SupportsBatches):
+            live = store.batch_counts(batch_id)
+        return batch_of(record, live)
+
+    def batches(self, limit: int = 20) -> list[Batch]:
+        """The batches, newest first, at most ``limit`` (each running one's counts read
+        from its children). ConfigurationError on a store without batches."""
+        store = self.store
+        if not isinstance(store, SupportsBatches):
+            raise ConfigurationError(
+                f"The store {store.describe()} keeps no batches (it lacks "
+                "ratchet.spi.SupportsBatches)."
+            )
+        return [
+            batch_of(
+                record,
+                store.batch_counts(record.id) if record.status is JobStatus.WAITING else None,
+            )
+            for record in store.list_batches(limit=limit)
+        ]
+
     # -- signals -------------------------------------------------------------------------
 
     def deliver_signal(self, job_id_or_key: str, payload: Any = None) -> int:
@@ -931,6 +988,17 @@ class Ratchet:
         """Store a chain's steps in one write (a chain builder's ``submit``); the first
         step's id."""
         _chain_store(self.store)
+        self._store_chain_checks(jobs)
+        with self.observers.enqueuing(jobs) as stored:
+            self.store.enqueue_many(stored)
+        self._announce(jobs[0].priority)
+        return jobs[0].id
+
+    def _store_chain_checks(self, jobs: list[NewJob]) -> None:
+        """ConfigurationError (nothing stored) when the store cannot keep what ``jobs``
+        need: chain steps, signals, workflow branches."""
+        if any(job.depends_on is not None for job in jobs):
+            _chain_store(self.store)
         _check_signal_store(self.store, jobs)
         if any(job.branch is not None for job in jobs) and not isinstance(
             self.store, SupportsWorkflows
@@ -940,10 +1008,6 @@ class Ratchet:
                 "ratchet.spi.SupportsWorkflows). Use a store that does (every first-party "
                 "store does), or decide in the step itself what to enqueue next."
             )
-        with self.observers.enqueuing(jobs) as stored:
-            self.store.enqueue_many(stored)
-        self._announce(jobs[0].priority)
-        return jobs[0].id
 
     def dependents(self, job_id: str) -> list[Job]:
         """The jobs that wait for ``job_id`` in a chain (the next step), in any status,

@@ -204,6 +204,9 @@ RESOURCE_PARAM = "ratchet.resource"
 """The job param a submission's ``builder.resource(name)`` is stored under."""
 ON_SUCCESS_PARAM = "ratchet.on_success"
 ON_FAILURE_PARAM = "ratchet.on_failure"
+BATCH_PARAM = "ratchet.batch"
+"""The job param that names the batch a child belongs to (its ``batch_id``), so the engine
+knows without a read that a child's end may complete its batch."""
 BRANCHES_PARAM = "ratchet.branches"
 """The job param that marks a workflow step with branches: its end is resolved by the
 engine (:mod:`ratchet._engine.workflows`), not only by the store's release."""

@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "TERMINAL_STATUSES",
     "BackoffPolicy",
+    "BatchCounts",
     "BranchCondition",
     "ClaimedJob",
     "Completion",
@@ -103,8 +104,9 @@ class BranchCondition:
     ``kind`` is ``"success"`` (``then_on_success``: the job before it succeeded),
     ``"failure"`` (``then_on_failure``: it failed for good), ``"when"`` (``when``: the
     function at the import path ``predicate`` answered true for its
-    :class:`~ratchet.JobResult`) or ``"otherwise"`` (the main line after a step with
-    branches: runs when none matched and the step succeeded). Branches are tried by
+    :class:`~ratchet.JobResult`), ``"success_rate"`` (``then_when_success_rate``: at least
+    ``threshold`` of a batch's children succeeded) or ``"otherwise"`` (the main line after
+    a step with branches: runs when none matched and the step succeeded). Branches are tried by
     ``priority`` (lower first), then ``order`` (as defined), then id; the first that
     matches runs and the others are canceled.
     """
@@ -113,14 +115,15 @@ class BranchCondition:
     predicate: str | None = None
     priority: int = 0
     order: int = 0
-
-    KINDS = ("success", "failure", "when", "otherwise")
+    threshold: float | None = None
 
     def to_json(self) -> str:
         """The stored form (stores keep it as text and never read inside it)."""
-        fields = {"kind": self.kind, "priority": self.priority, "order": self.order}
+        fields: dict[str, Any] = {"kind": self.kind, "priority": self.priority, "order": self.order}
         if self.predicate is not None:
             fields["predicate"] = self.predicate
+        if self.threshold is not None:
+            fields["threshold"] = self.threshold
         return json.dumps(fields, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -137,6 +140,7 @@ class BranchCondition:
                 predicate=fields.get("predicate"),
                 priority=int(fields.get("priority", 0)),
                 order=int(fields.get("order", 0)),
+                threshold=None if fields.get("threshold") is None else float(fields["threshold"]),
             )
         except (ValueError, TypeError, KeyError):
             return cls(kind="invalid")
@@ -195,11 +199,22 @@ class NewJob:
     (:class:`~ratchet.spi.SupportsWorkflows`) releases or cancels it; the parent's success
     does not."""
 
+    batch_id: str | None = None
+    """Set on a child of a batch (``app.batch(...)``): the id of the batch's record."""
+    batch_total: int | None = None
+    """Set on a batch's record (``app.batch(...).submit()``): how many children it has.
+    The record is stored WAITING, never claimed; the store completes it once no child is
+    left to run (:class:`~ratchet.spi.SupportsBatches`)."""
+
     @property
     def initial_status(self) -> JobStatus:
-        """How a store must insert the job: WAITING for a chain step or a job awaiting a
-        signal, else PENDING."""
-        waits = self.depends_on is not None or self.signal_key is not None
+        """How a store must insert the job: WAITING for a chain step, a job awaiting a
+        signal or a batch's record, else PENDING."""
+        waits = (
+            self.depends_on is not None
+            or self.signal_key is not None
+            or self.batch_total is not None
+        )
         return JobStatus.WAITING if waits else JobStatus.PENDING
 
 
@@ -258,6 +273,10 @@ class Job:
     branch: BranchCondition | None = None
     """The condition of a workflow branch (``then_on_success``, ``then_on_failure``,
     ``when``, or the main line after a step with branches), else ``None``."""
+    batch_id: str | None = None
+    """The batch this job is a child of, else ``None``."""
+    batch_total: int | None = None
+    """On a batch's record: how many children it has (``None`` on any other job)."""
 
     @property
     def priority_name(self) -> str:
@@ -353,6 +372,29 @@ class PermitHolder:
     claim_seq: int
     node_id: str
     acquired_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchCounts:
+    """The children of one batch by how far they got (:class:`~ratchet.spi.SupportsBatches`):
+    ``active`` are still to end (PENDING, RUNNING, PAUSED or WAITING); the others ended
+    SUCCEEDED, FAILED or CANCELED."""
+
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    canceled: int = 0
+
+    @property
+    def ended(self) -> int:
+        return self.succeeded + self.failed + self.canceled
+
+    def to_json(self) -> str:
+        """The result a completed batch's record keeps."""
+        return json.dumps(
+            {"succeeded": self.succeeded, "failed": self.failed, "canceled": self.canceled},
+            sort_keys=True,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

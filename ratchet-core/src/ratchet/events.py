@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 __all__ = [
+    "BatchCompleted",
     "Event",
     "JobCallbackFailed",
     "JobCanceled",
@@ -177,6 +178,19 @@ class JobCallbackFailed(JobEvent):
     kind: str
     error_type: str
     error_message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchCompleted(JobEvent):
+    """A batch completed: its last child ended and this node moved its record (the job
+    ``job_id``, named after the batch) to SUCCEEDED (every child succeeded) or FAILED.
+    Emitted once per batch in the whole cluster: by the node whose completion applied.
+    ``total`` children: ``succeeded``, ``failed`` and ``canceled`` of them."""
+
+    total: int
+    succeeded: int
+    failed: int
+    canceled: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -94,7 +94,7 @@ def job_result(job: Job) -> JobResult:
         name=job.name,
         succeeded=succeeded,
         attempt=job.attempts,
-        value=job.result if succeeded else None,
+        value=job.result,  # a failed job has none (a batch's record keeps its counts)
         error=None if succeeded else job.last_error,
         duration_seconds=duration,
         params=dict(job.params),

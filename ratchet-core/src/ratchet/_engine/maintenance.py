@@ -29,6 +29,7 @@ from ratchet._types import Job, OrphanRecovery
 from ratchet.spi import SupportsResourcePermits
 
 if TYPE_CHECKING:
+    from ratchet._engine.batches import BatchCompleter
     from ratchet._engine.workflows import BranchResolver
 
 __all__ = ["ORPHAN_SCAN_LIMIT", "ORPHAN_SCAN_LOCK", "Maintenance"]
@@ -65,6 +66,8 @@ class Maintenance:
         self.purges = RetentionPurges(context.store, context.options, context.node_id)
         # Resolves the branches of workflow steps that ended (set by the worker).
         self.branches: BranchResolver | None = None
+        # Completes the batches whose children all ended (set by the worker).
+        self.batches: BatchCompleter | None = None
         self._on_store_error = on_store_error
 
     def run(self, stop: threading.Event) -> None:
@@ -144,6 +147,8 @@ class Maintenance:
                 limit=ORPHAN_SCAN_LIMIT,
                 after_end=self._ended,
             )
+            if self.batches is not None:
+                self.batches.recover(limit=ORPHAN_SCAN_LIMIT)
             if self.branches is not None and self.branches.recover(limit=ORPHAN_SCAN_LIMIT):
                 self.context.wakeups.wake()  # branches released behind an ended step
             stale = self.store.list_stale_nodes(grace)
@@ -160,13 +165,17 @@ class Maintenance:
         finally:
             self.store.release_lock(ORPHAN_SCAN_LOCK, self.node_id)
 
-    def _ended(self, job_id: str, _job: Job | None = None) -> None:
-        """``job_id`` was dead-lettered here: its branches are resolved, or the rest of
-        its chain is canceled."""
+    def _ended(self, job_id: str, job: Job | None = None) -> None:
+        """``job_id`` (as read before, params opened, if it could be) was dead-lettered
+        here: its branches are resolved, or the rest of its chain is canceled; its batch
+        may be complete."""
         if self.branches is not None:
             self.branches.after_failure(job_id)
         else:
             cancel_rest_of_chain(self.store, job_id, self.lifecycle)
+        batch_id = None if job is None else job.batch_id
+        if batch_id is not None and self.batches is not None:
+            self.batches.child_ended(batch_id)
 
     def fail_exhausted(self, recovery: OrphanRecovery) -> int:
         """Dead-letter the jobs a recovery found at the crash limit (their ``on_failure``

@@ -41,13 +41,14 @@ from ratchet._engine.chains import cancel_rest_of_chain
 from ratchet._engine.completions import CompletionWriter, PendingSuccess
 from ratchet._engine.failure_text import describe_failure, summarize_failure
 from ratchet._engine.lifecycle import Lifecycle
-from ratchet._jobs import BRANCHES_PARAM
+from ratchet._jobs import BATCH_PARAM, BRANCHES_PARAM
 from ratchet._logs import get_logger
 from ratchet._redact import redact
 from ratchet._types import ClaimedJob, Completion, JobStatus
 from ratchet.spi import JobStore, SupportsSnooze
 
 if TYPE_CHECKING:
+    from ratchet._engine.batches import BatchCompleter
     from ratchet._engine.workflows import BranchResolver
 
 __all__ = [
@@ -201,6 +202,8 @@ class OutcomeRecorder:
         self.completions: CompletionWriter | None = None
         # Resolves the branches of a workflow step once it ended (set by the worker).
         self.branches: BranchResolver | None = None
+        # Completes the batch of a child once it ended (set by the worker).
+        self.batches: BatchCompleter | None = None
         self._snooze_fallback_warned = False
         self._snooze_fallback_lock = threading.Lock()  # the warning goes out once
         # What the lifecycle needs of a success handed to the background writer, by
@@ -308,6 +311,7 @@ class OutcomeRecorder:
             return Outcome(job.id, "stale", False)
         if kind == "failed":
             self._ended(job, succeeded=False)
+            self._child_ended(job)
         if self.lifecycle is not None:
             if isinstance(decision, Retry):
                 self.lifecycle.failed(
@@ -401,7 +405,14 @@ class OutcomeRecorder:
             self.lifecycle.succeeded(job, duration, decision.result_json)
         if BRANCHES_PARAM in job.params:
             self._ended(job, succeeded=True)
+        self._child_ended(job)
         return Outcome(job.id, "succeeded", True)
+
+    def _child_ended(self, job: ClaimedJob) -> None:
+        """``job`` ended for good: when it is a batch's child, its batch may be complete."""
+        batch_id = job.params.get(BATCH_PARAM)
+        if isinstance(batch_id, str) and self.batches is not None:
+            self.batches.child_ended(batch_id)
 
     def _ended(self, job: ClaimedJob, *, succeeded: bool) -> None:
         """``job`` succeeded (a workflow step: its branches are resolved) or failed for
@@ -480,6 +491,7 @@ class OutcomeRecorder:
                 self.lifecycle.succeeded(job, *queued)
             if BRANCHES_PARAM in job.params:
                 self._ended(job, succeeded=True)
+            self._child_ended(job)
         elif recorded is False:
             self._stale(job, succeeded=True, message=STALE_SUCCESS_MESSAGE)
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ratchet._config import check_option
+from ratchet._engine.batches import BatchCompleter
 from ratchet._engine.callbacks import Callbacks
 from ratchet._engine.cancels import CancelWatch
 from ratchet._engine.executor import JobExecutor
@@ -188,6 +189,10 @@ class Worker:
         )
         self.recorder.branches = branches
         self.maintenance.branches = branches
+        # Batches: a batch completes once its last child ended.
+        batches = BatchCompleter(context.store, lifecycle=self.lifecycle, branches=branches)
+        self.recorder.batches = batches
+        self.maintenance.batches = batches
         self.recurring = RecurringScheduler(
             context, max_sleep=options.recurring_poll_max_seconds, lifecycle=self.lifecycle
         )

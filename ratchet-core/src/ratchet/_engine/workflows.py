@@ -214,6 +214,8 @@ class BranchResolver:
             return result.succeeded
         if condition.kind == "failure":
             return not result.succeeded
+        if condition.kind == "success_rate" and condition.threshold is not None:
+            return _success_rate(result) >= condition.threshold
         if condition.kind == "when" and condition.predicate:
             predicate = self._predicate(branch.id, condition.predicate)
             answer = predicate(result)
@@ -236,6 +238,13 @@ class BranchResolver:
         return func
 
 
+def _success_rate(result: JobResult) -> float:
+    """The share of a batch's children that succeeded, from its record's counts."""
+    counts = result.value if isinstance(result.value, dict) else {}
+    ended = sum(int(counts.get(key, 0)) for key in ("succeeded", "failed", "canceled"))
+    return 1.0 if ended == 0 else int(counts.get("succeeded", 0)) / ended
+
+
 def _order(branch: Job) -> tuple[int, int, str]:
     condition = branch.branch
     assert condition is not None
@@ -248,6 +257,8 @@ def _describe(branch: Job) -> str:
         return "no condition"
     if condition.kind == "when":
         return f"when {condition.predicate}"
+    if condition.kind == "success_rate":
+        return f"when at least {condition.threshold:.0%} succeeded"
     return {
         "success": "on success",
         "failure": "on failure",

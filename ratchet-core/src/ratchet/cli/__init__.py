@@ -262,6 +262,17 @@ def build_parser() -> argparse.ArgumentParser:
         change.add_argument("queue", metavar="QUEUE")
         change.set_defaults(handler=c.cmd_queues_pause, paused=paused)
 
+    batches = commands.add_parser("batches", help="list batches, or show one's progress")
+    batches_sub = batches.add_subparsers(dest="action", required=True, metavar="ACTION")
+    batches_list = batches_sub.add_parser("list", help="batches, newest first, with progress")
+    _store_options(batches_list)
+    batches_list.add_argument("--limit", type=whole_number_in(1, MAX_LIST, example=20), default=20)
+    batches_list.set_defaults(handler=c.cmd_batches_list)
+    batches_show = batches_sub.add_parser("show", help="one batch: status, counts, callbacks")
+    _store_options(batches_show)
+    batches_show.add_argument("batch_id", metavar="ID")
+    batches_show.set_defaults(handler=c.cmd_batches_show)
+
     breakers = commands.add_parser(
         "breakers", help="APP's circuit breakers: settings and the jobs they guard"
     )

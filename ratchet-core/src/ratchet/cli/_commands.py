@@ -532,6 +532,30 @@ def cmd_recurring_pause(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_batches_list(args: argparse.Namespace) -> int:
+    """The batches, newest first, with their progress."""
+    app = Ratchet(open_store(args), coordinator="none")
+    batches = app.batches(limit=args.limit)
+    if not batches:
+        _output.echo("No batch.")
+        return 0
+    _output.echo(_output.batches_table(batches))
+    return 0
+
+
+def cmd_batches_show(args: argparse.Namespace) -> int:
+    """One batch: status, counts, and its callbacks with their status."""
+    app = Ratchet(open_store(args), coordinator="none")
+    batch = app.get_batch(args.batch_id)
+    if batch is None:
+        _output.echo(f"No batch {args.batch_id!r} in the store or its archive.", err=True)
+        return 1
+    store = app.store
+    callbacks = store.dependents(batch.id) if isinstance(store, SupportsChains) else []
+    _output.echo(_output.batch_details(batch, callbacks))
+    return 0
+
+
 def cmd_queues_list(args: argparse.Namespace) -> int:
     """Every queue with active jobs, or paused: its PENDING and RUNNING counts."""
     app = Ratchet(open_store(args), coordinator="none")

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
+from ratchet._batches import Batch
 from ratchet._cron import CronSchedule
 from ratchet._job_logs import JobLogs, JobProgress
 from ratchet._printable import printable
@@ -156,6 +157,8 @@ def branch_text(condition: BranchCondition | None) -> str:
         "failure": "on failure",
         "otherwise": "the main line (when no branch matched and the step succeeded)",
     }.get(condition.kind)
+    if described is None and condition.kind == "success_rate":
+        described = f"when at least {condition.threshold or 0:.0%} of the batch succeeded"
     if described is None:
         described = f"when {condition.predicate}" if condition.kind == "when" else condition.kind
     if condition.kind in ("when", "success", "failure"):
@@ -278,3 +281,42 @@ def _progress_text(progress: JobProgress) -> str:
     if progress.note:
         text += f' "{shown(progress.note)}"'
     return f"{text}, attempt {progress.attempt}, at {when(progress.updated_at)}"
+
+
+def batches_table(batches: Sequence[Batch]) -> str:
+    """Batches as a table: id, name, status, progress, created."""
+    rows = [
+        [
+            b.id,
+            shown(b.name),
+            b.status.value,
+            f"{b.ended}/{b.total}",
+            f"{b.completed}",
+            f"{b.failed + b.canceled}",
+            when(b.created_at),
+        ]
+        for b in batches
+    ]
+    return table(["ID", "NAME", "STATUS", "ENDED", "SUCCEEDED", "FAILED", "CREATED"], rows)
+
+
+def batch_details(batch: Batch, callbacks: Sequence[Job]) -> str:
+    """One batch: its status and counts, then its callbacks (branches of its record)."""
+    fields = [
+        ("batch", batch.id),
+        ("name", shown(batch.name)),
+        ("status", batch.status.value),
+        ("ended", f"{batch.ended} of {batch.total} ({batch.percent_done:.0f}%)"),
+        ("succeeded", str(batch.completed)),
+        ("failed", str(batch.failed)),
+        ("canceled", str(batch.canceled)),
+        ("created", when(batch.created_at)),
+        ("finished", when(batch.finished_at)),
+    ]
+    width = max(len(name) for name, _ in fields)
+    lines = [f"{name.rjust(width)}: {value}" for name, value in fields if value]
+    if callbacks:
+        lines += ["", "callbacks:"]
+        rows = [[c.id, shown(c.name), branch_text(c.branch), c.status.value] for c in callbacks]
+        lines.append(table(["ID", "JOB", "WHEN", "STATUS"], rows))
+    return "\n".join(lines)

@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ratchet._job_logs import JobLogLine, JobProgress
 from ratchet._types import (
+    BatchCounts,
     ClaimedJob,
     Completion,
     DeadLetterGroup,
@@ -27,6 +28,7 @@ __all__ = [
     "SupportsArchiveAccess",
     "SupportsAsyncEnqueue",
     "SupportsBatchCompletion",
+    "SupportsBatches",
     "SupportsBulkRetry",
     "SupportsChains",
     "SupportsEnqueueHints",
@@ -425,6 +427,49 @@ class SupportsChains(Protocol):
 
     def dependents(self, job_id: str) -> list[Job]:
         """Every job whose ``depends_on`` is ``job_id``, in any status, oldest first."""
+        ...
+
+
+@runtime_checkable
+class SupportsBatches(Protocol):
+    """A store that keeps batches (``app.batch(name).for_each(items, fn).submit()``): a
+    record and its children, stored in one all-or-nothing ``enqueue_many``; without it a
+    batch cannot be stored.
+
+    The record is a job enqueued with :attr:`NewJob.batch_total <ratchet.spi.NewJob.batch_total>`:
+    stored WAITING (never claimed, left alone by recovery, settling, pausing and retries)
+    with ``Job.batch_total`` read back. Each child is a job enqueued with
+    ``NewJob.batch_id``, the record's id, read back as ``Job.batch_id``; it runs like any
+    job. The record is completed once, by :meth:`complete_batch`, when no child is left
+    to run.
+    """
+
+    def complete_batch(self, batch_id: str) -> BatchCounts | None:
+        """Complete the batch ``batch_id`` if it is due: when its record is WAITING and none
+        of its children is active (PENDING, RUNNING, PAUSED or WAITING), in one
+        transaction count the children by how they ended, and make the record SUCCEEDED
+        (every child SUCCEEDED) or FAILED (any child FAILED or CANCELED), with
+        ``finished_at`` at database-now and ``result_json`` ``counts.to_json()``; return
+        the counts. ``None`` (nothing written) when a child is still active, the batch is
+        already complete (or canceled), or there is no such batch. Two calls racing for
+        one batch (its last two children ending on two nodes) must complete it once: one
+        gets the counts, the other ``None``. The check for an active child must be an
+        index probe, not a count: it runs after every child's end."""
+        ...
+
+    def batch_counts(self, batch_id: str) -> BatchCounts:
+        """The children of ``batch_id`` in the live table, by how far they got (all zero
+        for an unknown batch). A read."""
+        ...
+
+    def ready_batches(self, *, limit: int) -> list[str]:
+        """Ids of WAITING batch records with no active child left: what a crash between a
+        child's end and the batch's completion left (the maintenance scan completes them).
+        At most ``limit``."""
+        ...
+
+    def list_batches(self, *, limit: int) -> list[Job]:
+        """The batch records (jobs with ``batch_total``), newest first, at most ``limit``."""
         ...
 
 

@@ -10,7 +10,7 @@ value type from it. Column orders (a store's SELECTs must follow them):
   business_key, idempotency_key, tags, params, recurring_id, result_json, result_type,
   last_error, scheduled_at, created_at, started_at, finished_at[, updated_at, queue,
   depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at,
-  branch_json]
+  branch_json, batch_id, batch_total]
 * claimed job: id, name, target, args_json, kwargs_json, priority, attempts, max_retries,
   backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, params, business_key,
   idempotency_key, recurring_id, scheduled_at, claimed_at, redeliveries[, queue]
@@ -19,7 +19,8 @@ The columns in brackets are optional: a row without ``queue`` (a store without
 ``SupportsQueues``) reads as the queue ``"default"``, one without ``depends_on`` (a store
 without ``SupportsChains``) as a job outside any chain, one without the ``signal_*``
 columns (a store without ``SupportsSignals``) as a job that awaits no signal, one without
-``branch_json`` (a store without ``SupportsWorkflows``) as a job that is no branch.
+``branch_json`` (a store without ``SupportsWorkflows``) as a job that is no branch, one
+without the ``batch_*`` columns (a store without ``SupportsBatches``) as no batch's.
 * execution: job_id, claim_seq, attempt, node_id, status, message, started_at, finished_at
 * node: node_id, started_at, heartbeat_at
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
@@ -141,6 +142,8 @@ class RowDecoder:
             depends_on=self._text_or_none(row[30]) if len(row) > 30 else None,
             **(self._signal_fields(row) if len(row) > 34 else {}),
             branch=BranchCondition.from_json(row[35]) if len(row) > 35 else None,
+            batch_id=self._text_or_none(row[36]) if len(row) > 37 else None,
+            batch_total=None if len(row) <= 37 or row[37] is None else int(row[37]),
         )
 
     def _signal_fields(self, row: Row) -> dict[str, Any]:

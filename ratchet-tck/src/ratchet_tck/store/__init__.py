@@ -30,6 +30,7 @@ from ratchet_tck.store.archive_access import ArchiveAccessContracts
 from ratchet_tck.store.async_enqueue import AsyncEnqueueContracts
 from ratchet_tck.store.atomicity import AtomicityContracts
 from ratchet_tck.store.batch import BatchCompletionContracts
+from ratchet_tck.store.batches import BatchRecordContracts
 from ratchet_tck.store.bulk_retry import BulkRetryContracts
 from ratchet_tck.store.chains import ChainContracts
 from ratchet_tck.store.claim import ClaimContracts
@@ -120,6 +121,7 @@ class JobStoreSuite(
     ChainContracts,
     SignalContracts,
     WorkflowContracts,
+    BatchRecordContracts,
 ):
     """Every store contract, CORE to ADVANCED, those of the optional capabilities included
     (N/A when the store lacks the capability or the harness the hook)."""

@@ -99,6 +99,8 @@ def new_job_doc(job: NewJob, scheduled_at: datetime, now: datetime) -> dict[str,
         "signal_json": None,
         "signal_delivered_at": None,
         "branch_json": None if job.branch is None else job.branch.to_json(),
+        "batch_id": job.batch_id,
+        "batch_total": job.batch_total,
     }
 
 
@@ -149,6 +151,8 @@ def job_from_doc(doc: Doc) -> Job:
         signal=_json_or_none(doc.get("signal_json")),
         signal_delivered_at=_maybe(doc.get("signal_delivered_at")),
         branch=BranchCondition.from_json(doc.get("branch_json")),
+        batch_id=doc.get("batch_id"),
+        batch_total=doc.get("batch_total"),
     )
 
 

@@ -84,6 +84,8 @@ INDEXES: dict[str, list[IndexModel]] = {
         ),
         # Chains (SupportsChains): a success finds the steps waiting for it.
         IndexModel([("depends_on", ASCENDING)], name="ratchet_job_depends_on"),
+        # Batches (SupportsBatches): the probe for an active child after each child's end.
+        IndexModel([("batch_id", ASCENDING), ("status", ASCENDING)], name="ratchet_job_batch"),
         # Workflows (SupportsWorkflows): the recovery scan reads the waiting branches.
         IndexModel(
             [("status", ASCENDING), ("branch_json", ASCENDING)], name="ratchet_job_branches"

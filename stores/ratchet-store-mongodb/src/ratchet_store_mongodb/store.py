@@ -48,6 +48,7 @@ from ratchet.errors import StoreUnavailableError
 from ratchet.spi import JobStore
 from ratchet_store_mongodb import _schema as s
 from ratchet_store_mongodb._archive import ArchiveOperations
+from ratchet_store_mongodb._batches import BatchOperations
 from ratchet_store_mongodb._chains import ChainOperations
 from ratchet_store_mongodb._claim import ClaimOperations
 from ratchet_store_mongodb._cluster import ClusterOperations
@@ -85,6 +86,7 @@ class MongoDBJobStore(
     ChainOperations,
     SignalOperations,
     WorkflowOperations,
+    BatchOperations,
     JobStore,
 ):
     """JobStore on MongoDB 6+ or FerretDB 1.24, through pymongo."""

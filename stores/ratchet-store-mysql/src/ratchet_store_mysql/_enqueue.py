@@ -55,7 +55,7 @@ _JOB_VALUES = itemgetter(
     "id", "name", "target", "args_json", "kwargs_json", "status", "priority", "max_retries",
     "backoff", "backoff_ms", "timeout_seconds", "business_key", "idempotency_key", "tags",
     "params", "recurring_id", "scheduled_at", "delay", "queue", "depends_on", "signal_key",
-    "signal_timeout_seconds", "branch_json",
+    "signal_timeout_seconds", "branch_json", "batch_id", "batch_total",
 )  # fmt: skip
 
 # "Duplicate entry 'x' for key 'name'" (MariaDB) or "... for key 'table.name'" (MySQL 8).

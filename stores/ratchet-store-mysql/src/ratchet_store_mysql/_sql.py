@@ -47,7 +47,7 @@ JOB_COLUMNS = (
     "business_key, idempotency_key, tags_json, params_json, recurring_id, result_json, "
     "result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at, "
     "queue, depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at, "
-    "branch_json"
+    "branch_json, batch_id, batch_total"
 )
 
 
@@ -124,7 +124,7 @@ def placeholders(count: int, row: str = "%s") -> str:
 JOB_ROW = (
     "(%s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s, 0, 0, NULL, NULL, %s, %s, %s, %s, "
     "%s, NULL, NULL, NULL, COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), "
-    "UTC_TIMESTAMP(6), NULL, NULL, UTC_TIMESTAMP(6), %s, %s, %s, %s, NULL, NULL, %s)"
+    "UTC_TIMESTAMP(6), NULL, NULL, UTC_TIMESTAMP(6), %s, %s, %s, %s, NULL, NULL, %s, %s, %s)"
 )
 IDEMPOTENCY_KEY_ROW = "(%s, %s, UTC_TIMESTAMP(6))"
 TAG_ROW = "(%s, %s)"

@@ -840,3 +840,34 @@ LEFT JOIN ratchet_job p ON p.id = w.depends_on
 WHERE w.status = 'WAITING' AND w.branch_json IS NOT NULL
   AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
 LIMIT %(limit)s;
+
+-- ===================================================================== batches
+
+-- name: select_active_child
+-- After every child's end: one probe per active status of ratchet_job_batch_children.
+SELECT 1 FROM ratchet_job FORCE INDEX (ratchet_job_batch_children)
+WHERE batch_id = %(id)s AND status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING')
+LIMIT 1;
+
+-- name: count_batch_children
+SELECT status, COUNT(*) FROM ratchet_job WHERE batch_id = %(id)s GROUP BY status;
+
+-- name: complete_batch_record
+UPDATE ratchet_job
+SET status = %(status)s, result_json = %(result)s, result_type = 'dict', finished_at = UTC_TIMESTAMP(6),
+    updated_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND batch_total IS NOT NULL AND status = 'WAITING';
+
+-- name: select_ready_batches
+SELECT b.id FROM ratchet_job b
+WHERE b.batch_total IS NOT NULL AND b.status = 'WAITING'
+  AND NOT EXISTS (SELECT 1 FROM ratchet_job c WHERE c.batch_id = b.id
+                  AND c.status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING'))
+ORDER BY b.created_at, b.id
+LIMIT %(limit)s;
+
+-- name: select_batches
+SELECT {{job_columns}} FROM ratchet_job
+WHERE batch_total IS NOT NULL
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s;

@@ -87,13 +87,14 @@ COPY_THRESHOLD = 64
 
 
 def _plain(job: NewJob) -> bool:
-    # COPY writes PENDING rows of no chain awaiting no signal: a chain step and a job
-    # awaiting a signal take the statement path.
+    # COPY writes PENDING rows of no chain awaiting no signal (a batch's children too): a
+    # chain step, a job awaiting a signal and a batch's record take the statement path.
     return (
         not job.tags
         and job.idempotency_key is None
         and job.depends_on is None
         and job.signal_key is None
+        and job.batch_total is None
     )
 
 
@@ -228,7 +229,7 @@ def stored_plan(jobs: Sequence[NewJob]) -> Plan[bool]:
 COPY_JOB_TYPES = [
     *("text", "text", "text", "text", "text", "text"),
     *("int2", "int4", "text", "int8", "float8", "text", "jsonb", "text"),
-    *("timestamptz", "timestamptz", "timestamptz", "text"),
+    *("timestamptz", "timestamptz", "timestamptz", "text", "text"),
 ]
 """The binary types of the columns of the statement ``copy_jobs``, in its order."""
 
@@ -260,6 +261,7 @@ def copy_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[Any, ...]]:
             now,
             now,
             job.queue,
+            job.batch_id,
         )
         for job in jobs
     ]

@@ -19,7 +19,7 @@ backoff, backoff_ms, timeout_seconds, crash_count, claim_seq, owner, claimed_at,
 business_key, idempotency_key, tags, params, recurring_id, result_json,
 result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at,
 queue, depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at,
-branch_json
+branch_json, batch_id, batch_total
 
 -- name: now
 SELECT statement_timestamp();
@@ -40,11 +40,12 @@ WITH batch AS (
         %(business_key)s::text[], %(idempotency_key)s::text[], %(tags)s::text[],
         %(params)s::text[], %(recurring_id)s::text[], %(scheduled_at)s::timestamptz[],
         %(delay)s::float8[], %(queue)s::text[], %(status)s::text[], %(depends_on)s::text[],
-        %(signal_key)s::text[], %(signal_timeout_seconds)s::float8[], %(branch_json)s::text[]
+        %(signal_key)s::text[], %(signal_timeout_seconds)s::float8[], %(branch_json)s::text[],
+        %(batch_id)s::text[], %(batch_total)s::integer[]
     ) AS b (id, name, target, args_json, kwargs_json, priority, max_retries, backoff,
             backoff_ms, timeout_seconds, business_key, idempotency_key, tags_json,
             params_json, recurring_id, scheduled_at, delay_seconds, queue, status, depends_on,
-            signal_key, signal_timeout_seconds, branch_json)
+            signal_key, signal_timeout_seconds, branch_json, batch_id, batch_total)
 ),
 reserved AS (
     INSERT INTO ratchet_idempotency_key (key, job_id, created_at)
@@ -61,7 +62,8 @@ inserted AS (
            COALESCE(scheduled_at,
                     statement_timestamp() + make_interval(secs => delay_seconds)),
            statement_timestamp(), NULL, NULL, statement_timestamp(), queue, depends_on,
-           signal_key, signal_timeout_seconds, NULL, NULL, branch_json
+           signal_key, signal_timeout_seconds, NULL, NULL, branch_json, batch_id,
+           batch_total
     FROM batch
     RETURNING id
 ),
@@ -97,7 +99,7 @@ VALUES (%(id)s, %(name)s, %(target)s, %(args_json)s, %(kwargs_json)s, %(status)s
                  statement_timestamp() + make_interval(secs => %(delay)s::float8)),
         statement_timestamp(), NULL, NULL, statement_timestamp(), %(queue)s,
         %(depends_on)s, %(signal_key)s, %(signal_timeout_seconds)s::float8, NULL, NULL,
-        %(branch_json)s)
+        %(branch_json)s, %(batch_id)s, %(batch_total)s::integer)
 
 -- name: enqueue_one
 {_insert_one_job};
@@ -116,7 +118,7 @@ SELECT pg_notify(%(hint_channel)s, %(hint_payload)s) FROM inserted;
 -- claim_seq 0; tags empty; the rest NULL).
 COPY ratchet_job (id, name, target, args_json, kwargs_json, status, priority, max_retries,
                   backoff, backoff_ms, timeout_seconds, business_key, params, recurring_id,
-                  scheduled_at, created_at, updated_at, queue)
+                  scheduled_at, created_at, updated_at, queue, batch_id)
 FROM STDIN (FORMAT BINARY);
 
 -- name: notify
@@ -1125,4 +1127,35 @@ SELECT DISTINCT w.depends_on FROM ratchet_job w
 LEFT JOIN ratchet_job p ON p.id = w.depends_on
 WHERE w.status = 'WAITING' AND w.branch_json IS NOT NULL
   AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
+LIMIT %(limit)s;
+
+-- ===================================================================== batches
+
+-- name: select_active_child
+-- After every child's end: one probe per active status of ratchet_job_batch_children.
+SELECT 1 FROM ratchet_job
+WHERE batch_id = %(id)s AND status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING')
+LIMIT 1;
+
+-- name: count_batch_children
+SELECT status, COUNT(*) FROM ratchet_job WHERE batch_id = %(id)s GROUP BY status;
+
+-- name: complete_batch_record
+UPDATE ratchet_job
+SET status = %(status)s, result_json = %(result)s, result_type = 'dict', finished_at = statement_timestamp(),
+    updated_at = statement_timestamp()
+WHERE id = %(id)s AND batch_total IS NOT NULL AND status = 'WAITING';
+
+-- name: select_ready_batches
+SELECT b.id FROM ratchet_job b
+WHERE b.batch_total IS NOT NULL AND b.status = 'WAITING'
+  AND NOT EXISTS (SELECT 1 FROM ratchet_job c WHERE c.batch_id = b.id
+                  AND c.status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING'))
+ORDER BY b.created_at, b.id
+LIMIT %(limit)s;
+
+-- name: select_batches
+SELECT {_job_columns} FROM ratchet_job
+WHERE batch_total IS NOT NULL
+ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;

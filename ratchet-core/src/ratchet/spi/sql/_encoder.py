@@ -9,7 +9,7 @@ statements must use them):
   backoff_ms, timeout_seconds, business_key, idempotency_key, tags, params, recurring_id,
   scheduled_at (``None`` when the job is due after ``delay``), delay, queue, status
   (``PENDING``, or ``WAITING`` for a chain step or a job awaiting a signal), depends_on,
-  signal_key, signal_timeout_seconds, branch_json
+  signal_key, signal_timeout_seconds, branch_json, batch_id, batch_total
 * recurring: id, cron, zone, misfire, name, target, args_json, kwargs_json, priority,
   max_retries, backoff, backoff_ms, timeout_seconds, tags, source
 """
@@ -107,6 +107,8 @@ class RowEncoder:
             "signal_key": job.signal_key,
             "signal_timeout_seconds": job.signal_timeout_seconds,
             "branch_json": None if job.branch is None else job.branch.to_json(),
+            "batch_id": job.batch_id,
+            "batch_total": job.batch_total,
         }
 
     def recurring(self, definition: RecurringDefinition) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from ratchet.spi._checks import (
 from ratchet.spi._conflicts import retry_blocked_by_business_key
 from ratchet.spi._rows import RowDecoder
 from ratchet.spi._store import JobStore
+from ratchet.spi.sql._batches import BATCH_STATEMENTS, SQLBatches
 from ratchet.spi.sql._chains import CHAIN_STATEMENTS, SQLChains
 from ratchet.spi.sql._encoder import RowEncoder
 from ratchet.spi.sql._job_query import JOB_QUERY_STATEMENTS, SQLJobQuery
@@ -163,6 +164,8 @@ STATEMENTS = frozenset(
     | SIGNAL_STATEMENTS
     # workflows (SupportsWorkflows): ratchet.spi.sql._workflows
     | WORKFLOW_STATEMENTS
+    # batches (SupportsBatches): ratchet.spi.sql._batches
+    | BATCH_STATEMENTS
 )
 """The statements the shared methods run. A backend that overrides a method may leave
 that method's statements out (``missing_statements`` tells which it still needs)."""
@@ -183,7 +186,14 @@ _LIST_JOBS = {
 
 
 class SQLJobStore(
-    SQLJobQuery, SQLResourcePermits, SQLQueues, SQLChains, SQLSignals, SQLWorkflows, JobStore
+    SQLJobQuery,
+    SQLResourcePermits,
+    SQLQueues,
+    SQLChains,
+    SQLSignals,
+    SQLWorkflows,
+    SQLBatches,
+    JobStore,
 ):
     """The JobStore of an SQL database, less what its backend supplies (module docstring).
 

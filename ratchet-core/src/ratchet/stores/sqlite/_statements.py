@@ -36,7 +36,7 @@ JOB_COLUMNS = (
     "business_key, idempotency_key, tags_json, params_json, recurring_id, result_json, "
     "result_type, last_error, scheduled_at, created_at, started_at, finished_at, updated_at, "
     "queue, depends_on, signal_key, signal_timeout_seconds, signal_json, signal_delivered_at, "
-    "branch_json"
+    "branch_json, batch_id, batch_total"
 )
 
 RECURRING_COLUMNS = (

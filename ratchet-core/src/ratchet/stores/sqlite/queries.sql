@@ -16,7 +16,8 @@ VALUES (:id, :name, :target, :args_json, :kwargs_json, :status, :priority, 0, :m
         :backoff, :backoff_ms, :timeout_seconds, 0, 0, NULL, NULL,
         :business_key, :idempotency_key, :tags, :params, :recurring_id, NULL,
         NULL, NULL, COALESCE(:scheduled_at, :now + :delay), :now, NULL, NULL, :now, :queue,
-        :depends_on, :signal_key, :signal_timeout_seconds, NULL, NULL, :branch_json);
+        :depends_on, :signal_key, :signal_timeout_seconds, NULL, NULL, :branch_json,
+        :batch_id, :batch_total);
 
 -- name: insert_tag
 INSERT OR IGNORE INTO ratchet_job_tag (tag, job_id) VALUES (:tag, :id);
@@ -687,4 +688,35 @@ SELECT DISTINCT w.depends_on FROM ratchet_job w
 LEFT JOIN ratchet_job p ON p.id = w.depends_on
 WHERE w.status = 'WAITING' AND w.branch_json IS NOT NULL
   AND (p.id IS NULL OR p.status IN ('SUCCEEDED', 'FAILED', 'CANCELED'))
+LIMIT :limit;
+
+-- ===================================================================== batches
+
+-- name: select_active_child
+-- After every child's end: one probe per active status of ratchet_job_batch_children.
+SELECT 1 FROM ratchet_job
+WHERE batch_id = :id AND status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING')
+LIMIT 1;
+
+-- name: count_batch_children
+SELECT status, COUNT(*) FROM ratchet_job WHERE batch_id = :id GROUP BY status;
+
+-- name: complete_batch_record
+UPDATE ratchet_job
+SET status = :status, result_json = :result, result_type = 'dict', finished_at = :now,
+    updated_at = :now
+WHERE id = :id AND batch_total IS NOT NULL AND status = 'WAITING';
+
+-- name: select_ready_batches
+SELECT b.id FROM ratchet_job b
+WHERE b.batch_total IS NOT NULL AND b.status = 'WAITING'
+  AND NOT EXISTS (SELECT 1 FROM ratchet_job c WHERE c.batch_id = b.id
+                  AND c.status IN ('PENDING', 'RUNNING', 'PAUSED', 'WAITING'))
+ORDER BY b.created_at, b.id
+LIMIT :limit;
+
+-- name: select_batches
+SELECT {{job_columns}} FROM ratchet_job
+WHERE batch_total IS NOT NULL
+ORDER BY created_at DESC, id DESC
 LIMIT :limit;

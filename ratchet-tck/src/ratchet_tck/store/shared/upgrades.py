@@ -61,6 +61,7 @@ SQL_MIGRATIONS = (
     "0009_chains.sql",
     "0010_signals.sql",
     "0011_workflows.sql",
+    "0012_batches.sql",
 )
 """The migration files every SQL store ships, in order (version N is the N-th): a store's
 schema tests pin its list to this one, so a migration added to one backend only fails."""
