@@ -5,8 +5,8 @@ release's ``migrate`` left) reaches the shipped store schema with ``migrate``, t
 ``ratchet.0003_job_query``, one at store schema 5 through ``ratchet.0004_flow_control``,
 one at store schema 6 through ``ratchet.0005_queues``, one at store schema 7 through
 ``ratchet.0006_paused_jobs``, one at store schema 8 through ``ratchet.0007_chains`` and
-one at store schema 9 through ``ratchet.0008_signals`` and one at store schema 10 through
-``ratchet.0009_workflows``). Run in subprocesses with the example project's settings
+one at store schema 9 through ``ratchet.0008_signals``, one at store schema 10 through
+``ratchet.0009_workflows`` and one at store schema 11 through ``ratchet.0010_batches``). Run in subprocesses with the example project's settings
 (examples/django, a temporary SQLite file), as Django's settings are process-wide.
 """
 
@@ -137,6 +137,8 @@ def _job_table_sql(conn: sqlite3.Connection) -> str:
         (9, "0007_chains", "0008_signals", {"ratchet_job_signal_waiters"}, "signal_key"),
         # 0009: the branch column of store migration 11
         (10, "0008_signals", "0009_workflows", {"ratchet_job_waiting_branches"}, "branch_json"),
+        # 0010: the batch columns of store migration 12
+        (11, "0009_workflows", "0010_batches", {"ratchet_job_batch_children"}, "batch_total"),
     ],
 )
 def test_migrate_brings_a_later_install_to_the_shipped_schema(

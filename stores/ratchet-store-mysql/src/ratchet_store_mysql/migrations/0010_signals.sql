@@ -1,7 +1,7 @@
 -- Ratchet MySQL / MariaDB store, schema version 10: signals (issue #18). The same columns
 -- and meaning as the embedded SQLite store's 0010. Each step is chosen from the catalogue
 -- and safe to run again (see 0002 for the pattern). A delivery by key reads
--- ratchet_job_signal_waiters; the timeout scan reads the WAITING range of ratchet_job_claim.
+-- ratchet_job_signal_waiters, the timeout scan reads the WAITING range of ratchet_job_claim.
 
 SET @ratchet_ddl = IF(
     (SELECT COUNT(*) FROM information_schema.COLUMNS
