@@ -73,6 +73,16 @@ def main() -> None:
         time.sleep(0.02)
         record(f"quick {n}")
 
+    @app.job(name="tally", max_retries=0)
+    def tally(n: int) -> None:
+        record(f"tally {n}")
+
+    @app.job(name="batch_done", max_retries=0)
+    def batch_done(label: str) -> None:
+        previous = current_job().previous
+        counts = previous.value if previous is not None else None
+        record(f"batch done {label} {counts} pid={os.getpid()}")
+
     if args.resource:
         app.configure_resource("gateway", max_concurrent=args.resource, retry_delay_ms=50)
 
