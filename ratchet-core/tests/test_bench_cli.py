@@ -83,6 +83,29 @@ def test_the_drain_resource_cell_drains_jobs_that_each_held_a_permit(
     assert drain["worker_stats"][0]["snoozed"] == 0, "a permit was refused: a deferral"
 
 
+def test_the_drain_batch_cell_drains_one_batch_and_sees_it_complete(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """``--cells drain-batch``: the backlog submitted as one batch is drained by one
+    worker process, verified like drain-1, and valid only once the batch completed."""
+    report_path = tmp_path / "bench.json"
+    command = ["bench", "--store", sqlite_url, "--size", "tiny", "--cells", "drain-batch"]
+    done = subprocess.run(
+        [sys.executable, "-m", "ratchet.cli", *command, "--json", str(report_path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=os.environ,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| Drain, 1 worker process, the backlog submitted as one batch |" in done.stdout
+    (drain,) = json.loads(report_path.read_text())["samples"]["drain-batch"]
+    assert drain["valid"] is True, drain
+    assert drain["expected"] == drain["succeeded_in_store"] == 60
+    assert (drain["lost"], drain["duplicate_runs"]) == (0, 0)
+
+
 def test_bench_runs_end_to_end_and_writes_the_report(tmp_path: Path, sqlite_url: str) -> None:
     """The real command in a subprocess, worker processes and all. If it fails, read the
     stderr it printed (worker logs are in the directory it names)."""

@@ -469,12 +469,23 @@ class OutcomeRecorder:
                 redact(f"{type(exc).__name__}: {exc}"),
             )
             return [None] * len(batch)
-        if not failures:
-            return list(flags)
-        return [
-            True if flag else self._success_applied_before(pending.job)
-            for pending, flag in zip(batch, flags, strict=True)
-        ]
+        recorded: list[bool | None] = list(flags)
+        if failures:
+            recorded = [
+                True if flag else self._success_applied_before(pending.job)
+                for pending, flag in zip(batch, flags, strict=True)
+            ]
+        # One completion check per batch of children, not one per child: the writer
+        # thread would otherwise wait on one probe per success.
+        ended = {
+            pending.job.params.get(BATCH_PARAM)
+            for pending, flag in zip(batch, recorded, strict=True)
+            if flag
+        }
+        for batch_id in ended:
+            if isinstance(batch_id, str) and self.batches is not None:
+                self.batches.child_ended(batch_id)
+        return recorded
 
     def _success_applied_before(self, job: ClaimedJob) -> bool | None:
         try:
@@ -491,7 +502,7 @@ class OutcomeRecorder:
                 self.lifecycle.succeeded(job, *queued)
             if BRANCHES_PARAM in job.params:
                 self._ended(job, succeeded=True)
-            self._child_ended(job)
+            # (its batch was checked by write_successes, once per batch of successes)
         elif recorded is False:
             self._stale(job, succeeded=True, message=STALE_SUCCESS_MESSAGE)
 

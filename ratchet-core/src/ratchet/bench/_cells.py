@@ -21,6 +21,11 @@ own) on a scratch store. Each cell starts from an empty store and leaves it empt
     ``drain-1`` of a backlog spread evenly over 20 queues, by a worker that serves those
     20 by name (one index read per queue and priority level at each claim): what named
     queues cost. Not a default cell: the store needs ``SupportsQueues``.
+``drain-batch``
+    ``drain-1`` of a backlog submitted as one batch (``app.batch(...).for_each``) with a
+    success callback: what a batch costs (the record's write, the probe for an active
+    child after every child's end, the completion). Valid only when the batch completed
+    SUCCEEDED. Not a default cell: the store needs ``SupportsBatches``.
 ``latency``
     one idle worker process; this process enqueues one job every 20 ms on a fixed
     schedule; latency = job start - enqueue call start (one monotonic clock). Through the
@@ -49,6 +54,7 @@ from ratchet.bench._coordinators import (
     require_coordinator,
 )
 from ratchet.bench._job import (
+    BATCH_CHILD_JOB_NAME,
     BENCH_QUEUES,
     JOB_NAME,
     METERED_JOB_NAME,
@@ -70,6 +76,7 @@ CELLS = (
     "drain-2",
     "drain-resource",
     "drain-queues",
+    "drain-batch",
     "latency",
 )
 
@@ -228,7 +235,12 @@ class BenchSession:
         return _counted(n, elapsed, stored)
 
     def bulk(
-        self, *, keep: bool = False, job: str = JOB_NAME, queues: bool = False
+        self,
+        *,
+        keep: bool = False,
+        job: str = JOB_NAME,
+        queues: bool = False,
+        batch: bool = False,
     ) -> dict[str, Any]:
         """One ``enqueue_many`` of the bulk size; ``keep`` leaves the jobs for a drain.
         With ``queues``, one ``enqueue_many`` per queue of :data:`BENCH_QUEUES`, the
@@ -238,7 +250,14 @@ class BenchSession:
         self.store.count_jobs()  # a connection is open before the clock starts
         arguments = [(seq, 0, PAD) for seq in range(n)]
         started = time.perf_counter()
-        if queues:
+        if batch:
+            ids = [
+                self.app.batch("ratchet-bench")
+                .for_each(range(n), BATCH_CHILD_JOB_NAME)
+                .then_on_batch_success(JOB_NAME, -1, 0, PAD)
+                .submit()
+            ]
+        elif queues:
             ids = []
             for index, queue in enumerate(BENCH_QUEUES):
                 share = arguments[index :: len(BENCH_QUEUES)]
@@ -260,12 +279,18 @@ class BenchSession:
         before_go: BeforeGo | None = None,
         resource: bool = False,
         queues: bool = False,
+        batch: bool = False,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Load the backlog, drain it with ``processes`` worker processes and verify it;
         with ``resource``, of jobs holding a permit each (``drain-resource``); with
         ``queues``, spread over 20 queues and drained by workers naming them
         (``drain-queues``). Returns (drain sample, bulk sample)."""
-        bulk = self.bulk(keep=True, job=METERED_JOB_NAME if resource else JOB_NAME, queues=queues)
+        bulk = self.bulk(
+            keep=True,
+            job=METERED_JOB_NAME if resource else JOB_NAME,
+            queues=queues,
+            batch=batch,
+        )
         ids = bulk.pop("ids")
         n = self.sizes.bulk
         if before_go is not None:
@@ -287,6 +312,8 @@ class BenchSession:
                     finished = time.perf_counter()
                     break
                 _fail_if_dead(workers, "during the drain")
+            # The workers run on while the batch completes: its last child's end does it.
+            completed = self._batch_completed(ids[0]) if batch else True
             for w in workers:
                 w.send("stop")
             results = [w.expect("result", 60)["result"] for w in workers]
@@ -295,8 +322,15 @@ class BenchSession:
             for w in workers:
                 w.kill()
         runs = [seq for r in results for seq in r["runs"]]
+        if batch:
+            # The record and its callback are stored and end SUCCEEDED too; the callback's
+            # run is seq -1: neither is one of the n jobs drained.
+            counts = {**counts, JobStatus.SUCCEEDED: counts.get(JobStatus.SUCCEEDED, 0) - 2}
+            runs = [seq for seq in runs if seq != -1]
         check = verify_drain(n, counts, runs, finished=finished is not None)
         sample: dict[str, Any] = {"processes": processes, "jobs": n, **check.as_dict()}
+        if not completed:
+            sample.update(valid=False, invalid_reason="the batch did not complete SUCCEEDED")
         if finished is None:
             sample["invalid_reason"] = f"stopped after {timeout:g} s: " + sample["invalid_reason"]
         if finished is not None:
@@ -307,6 +341,22 @@ class BenchSession:
         sample["coordinator"] = readies[0]["coordinator"]
         self.reset()
         return sample, bulk
+
+    def _batch_completed(self, batch_id: str) -> bool:
+        """Whether the batch completed SUCCEEDED and its callback ran, within 30 s of the
+        drain's end (the workers still run: the completion follows the last child)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            batch = self.app.get_batch(batch_id)
+            callbacks = self.app.dependents(batch_id)
+            if (
+                batch is not None
+                and batch.status.value == "SUCCEEDED"
+                and all(c.status is JobStatus.SUCCEEDED for c in callbacks)
+            ):
+                return True
+            time.sleep(DRAIN_POLL_SECONDS)
+        return False
 
     def latency(self) -> dict[str, Any]:
         s = self.sizes

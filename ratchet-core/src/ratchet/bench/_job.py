@@ -14,6 +14,7 @@ from ratchet._app import Ratchet
 from ratchet.bench._stats import now_ns
 
 __all__ = [
+    "BATCH_CHILD_JOB_NAME",
     "BENCH_QUEUES",
     "BENCH_RESOURCE",
     "JOB_NAME",
@@ -28,6 +29,8 @@ __all__ = [
 
 JOB_NAME = "ratchet_bench_noop"
 METERED_JOB_NAME = "ratchet_bench_noop_metered"
+BATCH_CHILD_JOB_NAME = "ratchet_bench_batch_child"
+"""The same job as a batch's child (one argument: the item, its ``seq``)."""
 """The same job, holding a permit of :data:`BENCH_RESOURCE` while it runs."""
 BENCH_RESOURCE = "ratchet-bench"
 # Far above any worker's slots: the drain-resource cell measures what a permit costs,
@@ -60,6 +63,11 @@ def noop(seq: int, t0: int, pad: str) -> None:
     RUNS.append(seq)
 
 
+def batch_child(seq: int) -> None:
+    """The benchmark job as a batch's child (``drain-batch``)."""
+    RUNS.append(seq)
+
+
 def bench_app(store_url: str, *, resource: bool = False, **options: Any) -> Ratchet:
     """A Ratchet application on ``store_url`` with the benchmark job registered (no
     retries, so a failure shows as a failure). ``options`` are Ratchet's keyword options.
@@ -68,6 +76,7 @@ def bench_app(store_url: str, *, resource: bool = False, **options: Any) -> Ratc
     app = Ratchet(store_url, **options)
     app.job(name=JOB_NAME, max_retries=0)(noop)
     app.job(name=METERED_JOB_NAME, max_retries=0, resource=BENCH_RESOURCE)(noop)
+    app.job(name=BATCH_CHILD_JOB_NAME, max_retries=0)(batch_child)
     for queue in BENCH_QUEUES:
         app.job(name=queued_job_name(queue), max_retries=0, queue=queue)(noop)
     if resource:

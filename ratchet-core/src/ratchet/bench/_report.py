@@ -23,6 +23,7 @@ THROUGHPUT = (
     ("drain-2", "Drain, 2 worker processes"),
     ("drain-resource", "Drain, 1 worker process, each job holding a resource permit"),
     ("drain-queues", "Drain, 1 worker process serving 20 named queues"),
+    ("drain-batch", "Drain, 1 worker process, the backlog submitted as one batch"),
 )
 
 

@@ -131,9 +131,12 @@ def _run_cell(
     try:
         if cell.startswith("drain-"):
             kind = cell.partition("-")[2]
-            named = kind in ("resource", "queues")
+            named = kind in ("resource", "queues", "batch")
             drain, bulk = session.drain(
-                1 if named else int(kind), resource=kind == "resource", queues=kind == "queues"
+                1 if named else int(kind),
+                resource=kind == "resource",
+                queues=kind == "queues",
+                batch=kind == "batch",
             )
             rate = drain.get("jobs_per_s")
             state = "ok" if drain["valid"] else "INVALID: " + drain["invalid_reason"]

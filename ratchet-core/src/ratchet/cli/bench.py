@@ -65,7 +65,9 @@ def register(commands: Any) -> None:
         default=DEFAULT_CELLS,
         help=f"comma-separated subset of: {DEFAULT_CELLS}, drain-resource (1 worker process, "
         "each job holding a resource permit: compare with drain-1), drain-queues (1 worker "
-        "process serving 20 named queues the backlog is spread over: compare with drain-1)",
+        "process serving 20 named queues the backlog is spread over: compare with drain-1), "
+        "drain-batch (1 worker process, the backlog one batch with a callback: compare with "
+        "drain-1)",
     )
     bench.add_argument(
         "--concurrency",
