@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import FAST, Events, job_status, wait_until
-from ratchet import BatchStatus, JobStatus, Ratchet, current_job
+from ratchet import BatchStatus, JobStatus, Ratchet, StreamingBatchProgress, current_job
 from ratchet.cli import main
 from ratchet.errors import ConfigurationError
 from ratchet.events import BatchCompleted
@@ -193,3 +193,73 @@ def test_ratchet_batches_list_and_show(
     shown = capsys.readouterr().out
     assert "SUCCEEDED" in shown and "3 of 3" in shown and "100%" in shown
     assert main(["batches", "show", "no-such-batch"]) == 1
+
+
+def test_a_streaming_batch_stores_chunk_by_chunk_reading_lazily(app: Ratchet) -> None:
+    """1,050 items in chunks of 100: the iterator is never read more than one chunk ahead
+    of what is stored, every chunk reports progress, the record comes last with the
+    total, and the batch then completes like any other."""
+    ran: list[tuple[str, Any]] = []
+    batch_jobs(app, ran)
+    read = [0]
+    stored_when_read: list[tuple[int, int]] = []
+    progress_seen: list[StreamingBatchProgress] = []
+
+    def items() -> Any:
+        for n in range(1050):
+            read[0] += 1
+            yield n
+
+    def on_progress(progress: StreamingBatchProgress) -> None:
+        progress_seen.append(progress)
+        stored_when_read.append((read[0], progress.stored))
+
+    final = (
+        app.streaming_batch("stream")
+        .from_iterable(items())
+        .process("square")
+        .chunk_size(100)
+        .on_progress(on_progress)
+        .then_on_batch_success("report", "streamed")
+        .start()
+    )
+    assert final.done and (final.stored, final.chunks, final.failed_chunks) == (1050, 11, 0)
+    assert all(read_so_far - stored <= 100 for read_so_far, stored in stored_when_read)
+    assert [p.stored for p in progress_seen][:3] == [100, 200, 300]
+    batch = app.get_batch(final.batch_id)
+    assert batch is not None and (batch.status, batch.total) == (BatchStatus.RUNNING, 1050)
+    app.run_until_idle(timeout=BOUND)
+    done = app.get_batch(final.batch_id)
+    assert done is not None and (done.status, done.completed) == (BatchStatus.SUCCEEDED, 1050)
+    assert ran == [("streamed", {"succeeded": 1050, "failed": 0, "canceled": 0})]
+
+
+def test_a_failing_chunk_is_rolled_back_alone_and_reported(app: Ratchet) -> None:
+    """Chunks of 10; the 5th holds a value that is not JSON: that chunk is left out (none
+    of its 10 children stored), reported, and the batch totals the 40 others."""
+    batch_jobs(app, [])
+    items: list[Any] = list(range(50))
+    items[44] = {1, 2}  # a set: not JSON
+    final = app.streaming_batch("partial").from_iterable(items).process("square").chunk_size(10)
+    report = final.start()
+    assert (report.stored, report.chunks, report.failed_chunks, report.failed_items) == (
+        40,
+        4,
+        1,
+        10,
+    )
+    assert report.last_error is not None and "ArgumentsNotSerializable" in report.last_error
+    stored = sorted(job.args[0] for job in app.list_jobs(limit=100) if job.batch_id)
+    assert stored == [*range(40)]
+    app.run_until_idle(timeout=BOUND)
+    batch = app.get_batch(report.batch_id)
+    assert batch is not None and (batch.total, batch.completed) == (40, 40)
+
+
+def test_a_streaming_batch_with_nothing_stored_stores_no_record(app: Ratchet) -> None:
+    batch_jobs(app, [])
+    report = app.streaming_batch("empty").from_iterable([]).process("square").start()
+    assert report.done and report.stored == 0
+    assert app.get_batch(report.batch_id) is None and app.list_jobs() == []
+    with pytest.raises(ValueError, match="chunk_size"):
+        app.streaming_batch("x").chunk_size(0)

@@ -15,7 +15,13 @@ def send_receipt(order_id: int) -> None: ...
 from __future__ import annotations
 
 from ratchet._app import DEFAULT_STORE_URL, Ratchet
-from ratchet._batches import Batch, BatchBuilder, BatchStatus
+from ratchet._batches import (
+    Batch,
+    BatchBuilder,
+    BatchStatus,
+    StreamingBatchBuilder,
+    StreamingBatchProgress,
+)
 from ratchet._config import RatchetOptions
 from ratchet._context import JobContext, current_job
 from ratchet._cron import Misfire
@@ -86,6 +92,8 @@ __all__ = [
     "RatchetOptions",
     "RecurringDefinition",
     "Snooze",
+    "StreamingBatchBuilder",
+    "StreamingBatchProgress",
     "TargetNotAllowedError",
     "UnknownStoreError",
     "ValueOutOfRangeError",

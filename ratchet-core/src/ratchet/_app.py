@@ -7,7 +7,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from ratchet._batches import Batch, BatchBuilder, batch_name, batch_of
+from ratchet._batches import (
+    Batch,
+    BatchBuilder,
+    StreamingBatchBuilder,
+    batch_name,
+    batch_of,
+)
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._engine.cancels import cancel_in_store
@@ -713,8 +719,22 @@ class Ratchet:
             name=batch_name(name), builder=self.builder, store_batch=self._store_batch
         )
 
+    def streaming_batch(self, name: str) -> StreamingBatchBuilder:
+        """A batch fed from an iterator, stored a chunk at a time:
+        ``app.streaming_batch("import").from_iterable(rows).process(load_row)
+        .chunk_size(500).on_progress(show).start()`` (:class:`~ratchet.StreamingBatchBuilder`)."""
+        batch = self.batch(name)
+        return StreamingBatchBuilder(
+            name=batch.name, batch=batch, store_chunk=self._store_batch_part
+        )
+
     def _store_batch(self, jobs: list[NewJob]) -> str:
         """Store a batch's record, children and callbacks in one write; the batch id."""
+        self._store_batch_part(jobs)
+        return jobs[0].id
+
+    def _store_batch_part(self, jobs: list[NewJob]) -> None:
+        """Store jobs of a batch (all of it, or a chunk of a streaming one) in one write."""
         if not isinstance(self.store, SupportsBatches):
             raise ConfigurationError(
                 f"The store {self.store.describe()} keeps no batches (it lacks "
@@ -725,7 +745,6 @@ class Ratchet:
         with self.observers.enqueuing(jobs) as stored:
             self.store.enqueue_many(stored)
         self._announce(max(job.priority for job in jobs))
-        return jobs[0].id
 
     def get_batch(self, batch_id: str) -> Batch | None:
         """The batch ``batch_id`` (total, completed, failed, canceled, percent done,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,10 +22,23 @@ from typing import Any
 
 from ratchet._jobs import BATCH_PARAM, BRANCHES_PARAM, JobBuilder, _key
 from ratchet._limits import echo
+from ratchet._logs import get_logger
+from ratchet._redact import redact
 from ratchet._types import BackoffPolicy, BatchCounts, BranchCondition, Job, JobStatus, NewJob
 from ratchet._uuid import new_job_id
 
-__all__ = ["BATCH_TARGET", "Batch", "BatchBuilder", "BatchStatus", "batch_name", "batch_of"]
+__all__ = [
+    "BATCH_TARGET",
+    "Batch",
+    "BatchBuilder",
+    "BatchStatus",
+    "StreamingBatchBuilder",
+    "StreamingBatchProgress",
+    "batch_name",
+    "batch_of",
+]
+
+log = get_logger("ratchet.batches")
 
 BATCH_TARGET = "ratchet:batch"
 """The target of a batch's record: nothing runs it (it is never claimed)."""
@@ -210,34 +224,180 @@ class BatchBuilder:
                 "nothing, or a single job, instead)."
             )
         record_id = new_job_id()
+        kids = [self.child(children, item, record_id) for item in self.items]
+        record, callbacks = self.record_and_callbacks(record_id, len(kids))
+        return [record, *kids, *callbacks]
+
+    @staticmethod
+    def child(children: JobBuilder, item: Any, batch_id: str) -> NewJob:
+        """The child ``fn(item)`` of the batch ``batch_id``, checked."""
+        children.args = (item,)
+        kid = children.build()
+        return dataclasses.replace(
+            kid, batch_id=batch_id, params={**kid.params, BATCH_PARAM: batch_id}
+        )
+
+    def record_and_callbacks(self, batch_id: str, total: int) -> tuple[NewJob, list[NewJob]]:
+        """The record of the batch ``batch_id`` of ``total`` children, and its callbacks
+        (WAITING branches of it), checked."""
+        children = self._children("build")
         params: dict[str, Any] = {BRANCHES_PARAM: True} if self.callbacks else {}
         record = NewJob(
-            id=record_id,
+            id=batch_id,
             name=self.name,
             target=BATCH_TARGET,
             args_json="[]",
             kwargs_json="{}",
             priority=children.priority_value,
             params=params,
-            batch_total=len(self.items),
+            batch_total=total,
         )
-        kids = []
-        for item in self.items:
-            children.args = (item,)
-            kid = children.build()
-            kids.append(
-                dataclasses.replace(
-                    kid, batch_id=record_id, params={**kid.params, BATCH_PARAM: record_id}
-                )
-            )
         callbacks = []
         for condition, callback in self.callbacks:
             job = callback.build()
             if job.signal_key is not None:
                 raise ValueError(f"The batch callback {job.name!r} cannot await a signal.")
-            callbacks.append(dataclasses.replace(job, depends_on=record_id, branch=condition))
-        return [record, *kids, *callbacks]
+            callbacks.append(dataclasses.replace(job, depends_on=batch_id, branch=condition))
+        return record, callbacks
 
     def submit(self) -> str:
         """Store the record, the children and the callbacks in one write; the batch id."""
         return self.store_batch(self.build())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StreamingBatchProgress:
+    """How far a streaming batch's submission got (``on_progress`` and ``start()``):
+    ``stored`` children in ``chunks`` chunks so far; ``failed_chunks`` chunks (and their
+    ``failed_items``) were rolled back, the last one's error in ``last_error``; ``done`` once
+    the iterator ended and the record was stored (then the batch runs to completion like
+    any batch: ``app.get_batch(batch_id)``)."""
+
+    batch_id: str
+    stored: int = 0
+    chunks: int = 0
+    failed_chunks: int = 0
+    failed_items: int = 0
+    last_error: str | None = None
+    done: bool = False
+
+
+@dataclass(kw_only=True)
+class StreamingBatchBuilder:
+    """``app.streaming_batch(name).from_iterable(items).process(fn).chunk_size(500)
+    .on_progress(callback).start()``: a batch whose items come from an iterator too large
+    (or too slow) to hold at once.
+
+    :meth:`start` reads the iterator a chunk at a time and stores each chunk's children
+    with one all-or-nothing ``enqueue_many``, so memory holds one chunk. Children run as
+    soon as their chunk is stored. A chunk that cannot be stored (an item ``fn`` does not
+    take, a value that is not JSON, a store error) is rolled back alone, reported
+    (``on_progress``, a warning log) and left out of the batch; the next chunks go on.
+    When the iterator ends, the record (with the number of children stored) and the
+    callbacks are stored, and the batch completes like any other. A producer that dies
+    before the end leaves children that run as plain jobs, without a record or callbacks.
+    """
+
+    name: str
+    batch: BatchBuilder
+    store_chunk: Callable[[list[NewJob]], None] = field(repr=False)
+    items: Iterable[Any] | None = None
+    size: int = 500
+    progress: Callable[[StreamingBatchProgress], Any] | None = None
+
+    def from_iterable(self, items: Iterable[Any]) -> StreamingBatchBuilder:
+        """Where the items come from: read lazily, one chunk at a time."""
+        self.items = items
+        return self
+
+    def process(self, fn: Callable[..., Any] | str) -> StreamingBatchBuilder:
+        """The job each item runs as: ``fn(item)``."""
+        self.batch.for_each((), fn)
+        return self
+
+    def chunk_size(self, size: int) -> StreamingBatchBuilder:
+        """Children per stored chunk (500 by default; 1 to 10,000)."""
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 10_000:
+            raise ValueError(f"chunk_size({echo(size)}) needs a whole number from 1 to 10,000.")
+        self.size = size
+        return self
+
+    def on_progress(
+        self, callback: Callable[[StreamingBatchProgress], Any]
+    ) -> StreamingBatchBuilder:
+        """Call ``callback(progress)`` after every chunk (stored or not) and at the end,
+        on the thread that called :meth:`start`."""
+        self.progress = callback
+        return self
+
+    def max_retries(self, count: int) -> StreamingBatchBuilder:
+        self.batch.max_retries(count)
+        return self
+
+    def then_on_batch_success(
+        self, fn: Callable[..., Any] | str, *args: Any, **kwargs: Any
+    ) -> StreamingBatchBuilder:
+        self.batch.then_on_batch_success(fn, *args, **kwargs)
+        return self
+
+    def then_on_batch_failure(
+        self, fn: Callable[..., Any] | str, *args: Any, **kwargs: Any
+    ) -> StreamingBatchBuilder:
+        self.batch.then_on_batch_failure(fn, *args, **kwargs)
+        return self
+
+    def then_when_success_rate(
+        self, rate: float, fn: Callable[..., Any] | str, *args: Any, **kwargs: Any
+    ) -> StreamingBatchBuilder:
+        self.batch.then_when_success_rate(rate, fn, *args, **kwargs)
+        return self
+
+    def start(self) -> StreamingBatchProgress:
+        """Store the children chunk by chunk, then the record and the callbacks; the final
+        progress (``batch_id``: the batch). ValueError before anything is stored when no
+        iterator or job was given; a batch with no child stored stores no record either."""
+        if self.items is None:
+            raise TypeError("Call from_iterable(items) before start(): it gives the items.")
+        children = self.batch._children("start")
+        progress = StreamingBatchProgress(batch_id=new_job_id())
+        iterator = iter(self.items)
+        while chunk := list(itertools.islice(iterator, self.size)):
+            progress = self._store(children, chunk, progress)
+            self._report(progress)
+        if progress.stored:
+            record, callbacks = self.batch.record_and_callbacks(progress.batch_id, progress.stored)
+            self.store_chunk([record, *callbacks])
+        progress = dataclasses.replace(progress, done=True)
+        self._report(progress)
+        return progress
+
+    def _store(
+        self, children: JobBuilder, chunk: list[Any], progress: StreamingBatchProgress
+    ) -> StreamingBatchProgress:
+        try:
+            jobs = [self.batch.child(children, item, progress.batch_id) for item in chunk]
+            self.store_chunk(jobs)
+        except Exception as exc:
+            error = redact(f"{type(exc).__name__}: {exc}")
+            log.warning(
+                "Streaming batch %s (%s): chunk %d (%d items) was not stored and is left out: %s",
+                progress.batch_id,
+                self.name,
+                progress.chunks + progress.failed_chunks + 1,
+                len(chunk),
+                error,
+                extra={"event": "batch_chunk_failed", "job_id": progress.batch_id},
+            )
+            return dataclasses.replace(
+                progress,
+                failed_chunks=progress.failed_chunks + 1,
+                failed_items=progress.failed_items + len(chunk),
+                last_error=error,
+            )
+        return dataclasses.replace(
+            progress, stored=progress.stored + len(jobs), chunks=progress.chunks + 1
+        )
+
+    def _report(self, progress: StreamingBatchProgress) -> None:
+        if self.progress is not None:
+            self.progress(progress)

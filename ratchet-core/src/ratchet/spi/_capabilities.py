@@ -453,8 +453,9 @@ class SupportsBatches(Protocol):
         the counts. ``None`` (nothing written) when a child is still active, the batch is
         already complete (or canceled), or there is no such batch. Two calls racing for
         one batch (its last two children ending on two nodes) must complete it once: one
-        gets the counts, the other ``None``. The check for an active child must be an
-        index probe, not a count: it runs after every child's end."""
+        gets the counts, the other ``None``. The checks for the record and for an active
+        child must be index probes, not a count: they run after every write of a child's
+        end (children may exist before their record: a streaming batch stores it last)."""
         ...
 
     def batch_counts(self, batch_id: str) -> BatchCounts:

@@ -50,6 +50,9 @@ class BatchOperations(FencedCollections):
     @unavailable
     def complete_batch(self, batch_id: str) -> BatchCounts | None:
         self._check_open()
+        record = self._jobs.find_one({"_id": batch_id}, {"status": 1, "batch_total": 1})
+        if record is None or record["status"] != _WAITING or record.get("batch_total") is None:
+            return None  # no such batch (yet: a streaming batch's record comes last)
         if self._active_child(batch_id):
             return None
         counts = self._counts(batch_id)

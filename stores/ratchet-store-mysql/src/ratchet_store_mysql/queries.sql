@@ -843,6 +843,9 @@ LIMIT %(limit)s;
 
 -- ===================================================================== batches
 
+-- name: select_waiting_record
+SELECT 1 FROM ratchet_job WHERE id = %(id)s AND batch_total IS NOT NULL AND status = 'WAITING';
+
 -- name: select_active_child
 -- After every child's end: one probe per active status of ratchet_job_batch_children.
 SELECT 1 FROM ratchet_job FORCE INDEX (ratchet_job_batch_children)

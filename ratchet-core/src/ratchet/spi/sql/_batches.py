@@ -23,6 +23,7 @@ T = TypeVar("T")
 
 BATCH_STATEMENTS = frozenset(
     {
+        "select_waiting_record",  # id -> one row when it is a batch record still WAITING
         "select_active_child",  # id -> one row when a child of the batch is still active
         "count_batch_children",  # id -> (status, count) of the batch's children
         "complete_batch_record",  # id, status, result: the WAITING record ended
@@ -53,6 +54,8 @@ class SQLBatches:
 
     def complete_batch(self, batch_id: str) -> BatchCounts | None:
         def work(session: SQLSession) -> BatchCounts | None:
+            if not session.query("select_waiting_record", {"id": batch_id}):
+                return None  # no such batch (yet: a streaming batch's record comes last)
             if session.query("select_active_child", {"id": batch_id}):
                 return None  # the usual answer: one index probe
             counts = _counts(session.query("count_batch_children", {"id": batch_id}))
