@@ -20,7 +20,7 @@ import pytest
 from conftest import FAST, job_status, wait_until
 from ratchet import JobResult, JobStatus, Ratchet, current_job
 from ratchet.errors import ConfigurationError
-from ratchet.events import JobCanceled
+from ratchet.events import BranchChosen, JobCanceled
 from ratchet.stores.sqlite.store import SQLiteJobStore
 
 BOUND = 30.0
@@ -88,6 +88,22 @@ def test_on_success_runs_and_the_other_branches_are_canceled(app: Ratchet) -> No
         assert job is not None and job.status is JobStatus.CANCELED
         assert branches["thanks"] in (job.last_error or "")
     assert sorted(canceled) == sorted([branches["sorry"], branches["main line"]])
+
+
+def test_a_resolution_is_announced_once_with_the_branch_that_runs(app: Ratchet) -> None:
+    chosen: list[BranchChosen] = []
+    app.on(BranchChosen, chosen.append)
+    recording_app(app, [])
+    first = app.builder("order", 40).then_on_failure("step", "no").when(is_small, "step", "yes")
+    first_id = first.submit()
+    app.run_until_idle(timeout=BOUND)
+    [event] = chosen
+    assert (event.job_id, event.branch_id, event.canceled) == (
+        first_id,
+        branch_ids(app, first_id)["yes"],
+        1,
+    )
+    assert event.condition == "when test_workflows:is_small"
 
 
 def test_on_failure_runs_after_the_retries_and_reads_the_error(app: Ratchet) -> None:

@@ -33,6 +33,7 @@ from datetime import datetime
 
 __all__ = [
     "BatchCompleted",
+    "BranchChosen",
     "Event",
     "JobCallbackFailed",
     "JobCanceled",
@@ -190,6 +191,18 @@ class BatchCompleted(JobEvent):
     total: int
     succeeded: int
     failed: int
+    canceled: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BranchChosen(JobEvent):
+    """The step ``job_id`` of a workflow (or a batch's record) ended and this node
+    resolved its branches: ``branch_id`` runs (``None``: none matched and none runs),
+    ``condition`` says which (``"on success"``, ``"when module:function"``, ...), and
+    ``canceled`` branches were canceled. Emitted once per step in the whole cluster."""
+
+    branch_id: str | None
+    condition: str | None
     canceled: int
 
 

@@ -35,6 +35,7 @@ from ratchet._redact import redact
 from ratchet._results import JobResult
 from ratchet._types import Job, JobStatus
 from ratchet.errors import PayloadDecryptionError, TargetNotAllowedError
+from ratchet.events import BranchChosen
 from ratchet.spi import JobStore, SupportsChains, SupportsWorkflows
 from ratchet.spi._class_policy import ClassPolicy
 
@@ -150,6 +151,7 @@ class BranchResolver:
             return _RACED  # another node resolved them first
         losers = [b.id for b in branches if winner is None or b.id != winner.id]
         if self.lifecycle is not None:
+            self._announce(parent, parent_id, winner, len(losers))
             self.lifecycle.canceled(self.store, losers)
         for loser in losers:  # the main line after a branch that lost goes with it
             cancel_rest_of_chain(self.store, loser, self.lifecycle)
@@ -170,6 +172,25 @@ class BranchResolver:
                 extra={"event": "branches_resolved", "job_id": parent_id},
             )
         return _RESOLVED
+
+    def _announce(
+        self, parent: Job | None, parent_id: str, winner: Job | None, canceled: int
+    ) -> None:
+        lifecycle = self.lifecycle
+        if lifecycle is None or not lifecycle.events.wants(BranchChosen):
+            return
+        lifecycle.events.emit(
+            BranchChosen(
+                node_id=lifecycle.node_id,
+                at=lifecycle.clock.now(),
+                job_id=parent_id,
+                name=parent.name if parent is not None else parent_id,
+                priority=parent.priority if parent is not None else 0,
+                branch_id=None if winner is None else winner.id,
+                condition=None if winner is None else _describe(winner),
+                canceled=canceled,
+            )
+        )
 
     def _choose(
         self, store: SupportsWorkflows, parent: Job | None, branches: list[Job]
