@@ -66,10 +66,12 @@ class CompleteWhileActiveStore(SQLiteJobStore):
 
 
 class CompleteUnguardedStore(SQLiteJobStore):
-    """Moves the record whatever its status: a second completion completes it again."""
+    """Checks only that the record exists, and moves it whatever its status: a second
+    completion completes it again (and two racing ones both do)."""
 
     statements = SQLiteJobStore.statements.replacing(
-        complete_batch_record=changed(sql.COMPLETE_BATCH_RECORD, " AND status = 'WAITING'")
+        select_waiting_record=changed(sql.SELECT_WAITING_RECORD, " AND status = 'WAITING'"),
+        complete_batch_record=changed(sql.COMPLETE_BATCH_RECORD, " AND status = 'WAITING'"),
     )
 
 
