@@ -10,7 +10,7 @@ none, it builds nothing. Permanent outcomes also go to the job's callbacks
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ratchet._engine.failure_text import summarize_failure
 from ratchet._logs import get_logger
@@ -56,6 +56,16 @@ def error_fields(exc: BaseException) -> tuple[str, str]:
     if module and module != "builtins":
         type_name = f"{module}.{type_name}"
     return type_name, redact(message.splitlines()[0] if message else "")
+
+
+class _Attempt(NamedTuple):
+    """The attempt an event is about."""
+
+    job_id: str
+    name: str
+    priority: int
+    attempt: int
+    claim_seq: int
 
 
 class Lifecycle:
@@ -129,25 +139,13 @@ class Lifecycle:
             error_type, message = error_fields(cause)
             at = self.clock.now()
             if wants_failed:
-                next_at = None
-                if retry_delay is not None and at is not None:
-                    next_at = at + timedelta(seconds=retry_delay)
-                self.events.emit(
-                    JobFailed(
-                        node_id=self.node_id,
-                        at=at,
-                        job_id=job.id,
-                        name=job.name,
-                        priority=job.priority,
-                        attempt=job.attempt,
-                        claim_seq=job.claim_seq,
-                        duration_seconds=duration,
-                        error_type=error_type,
-                        error_message=message,
-                        will_retry=retry_delay is not None,
-                        retry_delay_seconds=retry_delay,
-                        next_attempt_at=next_at,
-                    )
+                self._failed_event(
+                    _Attempt(job.id, job.name, job.priority, job.attempt, job.claim_seq),
+                    at=at,
+                    duration=duration,
+                    error_type=error_type,
+                    message=message,
+                    retry_delay=retry_delay,
                 )
             if wants_dead:
                 self._dead_lettered(job, reason, error_type, message, at)
@@ -206,26 +204,16 @@ class Lifecycle:
         wants_failed = self.events.wants(JobFailed)
         wants_dead = retry_delay is None and self.events.wants(JobDeadLettered)
         at = self.clock.now() if wants_failed or wants_dead else None
+        attempt_of = _Attempt(job.id, job.name, job.priority, attempt, job.claim_seq)
         if wants_failed:
-            next_at = None
-            if retry_delay is not None and at is not None:
-                next_at = at + timedelta(seconds=retry_delay)
-            self.events.emit(
-                JobFailed(
-                    node_id=self.node_id,
-                    at=at,
-                    job_id=job.id,
-                    name=job.name,
-                    priority=job.priority,
-                    attempt=attempt,
-                    claim_seq=job.claim_seq,
-                    duration_seconds=job.signal_timeout_seconds or 0.0,
-                    error_type=error_type,
-                    error_message=message,
-                    will_retry=retry_delay is not None,
-                    retry_delay_seconds=retry_delay,
-                    next_attempt_at=next_at,
-                )
+            wait = job.signal_timeout_seconds or 0.0
+            self._failed_event(
+                attempt_of,
+                at=at,
+                duration=wait,
+                error_type=error_type,
+                message=message,
+                retry_delay=retry_delay,
             )
         if wants_dead:
             self.events.emit(
@@ -248,6 +236,37 @@ class Lifecycle:
                 self.callbacks.after_job_failure(
                     job, message, error_type=error_type, attempt=attempt
                 )
+
+    def _failed_event(
+        self,
+        attempt: _Attempt,
+        *,
+        at: datetime | None,
+        duration: float,
+        error_type: str,
+        message: str,
+        retry_delay: float | None,
+    ) -> None:
+        next_at = None
+        if retry_delay is not None and at is not None:
+            next_at = at + timedelta(seconds=retry_delay)
+        self.events.emit(
+            JobFailed(
+                node_id=self.node_id,
+                at=at,
+                job_id=attempt.job_id,
+                name=attempt.name,
+                priority=attempt.priority,
+                attempt=attempt.attempt,
+                claim_seq=attempt.claim_seq,
+                duration_seconds=duration,
+                error_type=error_type,
+                error_message=message,
+                will_retry=retry_delay is not None,
+                retry_delay_seconds=retry_delay,
+                next_attempt_at=next_at,
+            )
+        )
 
     def canceled(self, store: JobStore, job_ids: Sequence[str]) -> None:
         """These jobs were canceled (``app.cancel_job``, or chain steps behind a step that
