@@ -287,6 +287,8 @@ def test_priority_queue_name_and_run_after_map_onto_the_job() -> None:
     pending = send_email.get_result(result.id)
     assert pending.status == TaskResultStatus.READY
     assert pending.task.priority == 75 and pending.task.queue_name == "emails"
+    assert app_of().pause_job(result.id)  # PAUSED reads as READY (it runs later)
+    assert send_email.get_result(result.id).status == TaskResultStatus.READY
     assert app_of().cancel_job(result.id)
     assert send_email.get_result(result.id).status == TaskResultStatus.FAILED  # CANCELED
 

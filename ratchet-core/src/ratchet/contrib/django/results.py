@@ -1,6 +1,7 @@
 """A Ratchet job read back as a Django ``TaskResult``, and Django's priorities as Ratchet's.
 
-Statuses: PENDING is READY (also between retries: "ready to be executed again"), RUNNING
+Statuses: PENDING is READY (also between retries: "ready to be executed again"; PAUSED
+and WAITING jobs are READY too: not started, to run later), RUNNING
 is RUNNING, SUCCEEDED is SUCCESSFUL, FAILED is FAILED, and CANCELED (``ratchet jobs
 cancel``; Django has no such status) is FAILED with no error. ``errors`` holds one
 ``TaskError`` per failed attempt, oldest first, each with the exception's class path and
@@ -24,6 +25,10 @@ _STATUSES = {
     JobStatus.SUCCEEDED: "SUCCESSFUL",
     JobStatus.FAILED: "FAILED",
     JobStatus.CANCELED: "FAILED",
+    # Not started yet, as far as Django can say: held by an operator, or waiting for a
+    # chain step, a signal or a batch's last child.
+    JobStatus.PAUSED: "READY",
+    JobStatus.WAITING: "READY",
 }
 # The last line of a traceback: ``package.module.Error: message`` (builtins unqualified).
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
