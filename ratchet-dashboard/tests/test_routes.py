@@ -334,6 +334,15 @@ def test_a_workflow_branch_shows_its_condition(
     assert "on failure" in page and f'href="/jobs/{first}"' in page
 
 
+def test_a_batch_child_links_to_its_record(
+    client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
+) -> None:
+    batch_id = ratchet_app.batch("nightly").for_each([1, 2], "ok").submit()
+    [child] = [job for job in ratchet_app.list_jobs(limit=50) if job.batch_id == batch_id][:1]
+    assert f'href="/jobs/{batch_id}"' in client.get(f"/jobs/{child.id}").text
+    assert "a batch of 2 children" in client.get(f"/jobs/{batch_id}").text
+
+
 def test_a_job_awaiting_a_signal_shows_its_key_then_its_payload(
     client: TestClient, populated: dict[str, str], ratchet_app: Ratchet
 ) -> None:
