@@ -263,3 +263,20 @@ def test_a_streaming_batch_with_nothing_stored_stores_no_record(app: Ratchet) ->
     assert app.get_batch(report.batch_id) is None and app.list_jobs() == []
     with pytest.raises(ValueError, match="chunk_size"):
         app.streaming_batch("x").chunk_size(0)
+
+
+def test_canceling_a_batch_cancels_its_callbacks_and_the_children_still_to_start(
+    app: Ratchet,
+) -> None:
+    batch_jobs(app, [])
+    batch_id = (
+        app.batch("doomed").for_each([1, 2, 3], "square").then_on_batch_success("report", "x")
+    ).submit()
+    assert app.cancel_job(batch_id) is True
+    batch = app.get_batch(batch_id)
+    assert batch is not None and batch.status is BatchStatus.CANCELED
+    children = [job for job in app.list_jobs(limit=50) if job.batch_id == batch_id]
+    assert {c.status for c in children} == {JobStatus.CANCELED}
+    assert {d.status for d in app.dependents(batch_id)} == {JobStatus.CANCELED}
+    plain = app.enqueue("square", 4)
+    assert app.cancel_job(plain) is True  # a plain job: nothing else changes

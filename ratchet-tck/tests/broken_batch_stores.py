@@ -114,3 +114,15 @@ class CompleteReadThenWriteStore(SQLiteJobStore):
                 {"id": batch_id, "now": now},
             )
         return counts
+
+
+class CancelRunningChildrenStore(SQLiteJobStore):
+    """Cancels every child of the batch, running ones too (their outcome is then lost)."""
+
+    statements = SQLiteJobStore.statements.replacing(
+        cancel_batch_children=changed(
+            sql.CANCEL_BATCH_CHILDREN,
+            "status IN ('PENDING', 'PAUSED', 'WAITING')",
+            "status IN ('PENDING', 'PAUSED', 'WAITING', 'RUNNING')",
+        )
+    )

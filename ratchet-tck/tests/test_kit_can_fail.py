@@ -413,6 +413,10 @@ CATALOGUE = [
     ),
     ("ReadyWithActiveChildrenStore", "test_ready_batches_lists_what_a_crash_left"),
     (
+        "CancelRunningChildrenStore",
+        "test_cancel_batch_children_takes_the_children_still_to_start",
+    ),
+    (
         "CompleteReadThenWriteStore",
         "test_the_last_two_children_ending_on_two_nodes_complete_the_batch_once",
     ),

@@ -1165,7 +1165,8 @@ class Ratchet:
 
     def cancel_job(self, job_id: str) -> bool:
         """Cancel a PENDING, PAUSED, WAITING or RUNNING job, and the chain steps waiting
-        behind it; ``False`` for a finished or unknown one.
+        behind it (for a batch's record: its callbacks and its children still to start);
+        ``False`` for a finished or unknown one.
 
         PENDING → CANCELED: it never runs. RUNNING → CANCELED, on a store with
         :class:`~ratchet.spi.SupportsRunningCancel` (every first-party store): the job is
@@ -1186,6 +1187,10 @@ class Ratchet:
             lifecycle = Lifecycle(self.observers, self.node_id)
             lifecycle.canceled(self.store, [job_id])
             cancel_rest_of_chain(self.store, job_id, lifecycle)  # the steps waiting behind it
+            if isinstance(self.store, SupportsBatches):
+                # A batch's record: its children still to start go with it (those running
+                # finish); a plain job has none, at the cost of one index probe.
+                self.store.cancel_batch_children(job_id)
         return canceled
 
     def configure_circuit_breaker(

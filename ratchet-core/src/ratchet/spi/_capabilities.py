@@ -473,6 +473,13 @@ class SupportsBatches(Protocol):
         """The batch records (jobs with ``batch_total``), newest first, at most ``limit``."""
         ...
 
+    def cancel_batch_children(self, batch_id: str) -> int:
+        """Cancel the children of ``batch_id`` still to start (PENDING, PAUSED or WAITING)
+        with ``finished_at`` at database-now; how many. Each is guarded by its status, so
+        a child a worker claimed meanwhile runs on, and no other job changes (the record
+        included: ``cancel_job`` cancels it)."""
+        ...
+
 
 @runtime_checkable
 class SupportsWorkflows(Protocol):

@@ -138,6 +138,30 @@ class BatchRecordContracts(StoreSuiteBase):
         assert batches.ready_batches(limit=10) == []
         assert self.get(store, running).status is JobStatus.WAITING
 
+    @contract("batches", Level.CORE)
+    def test_cancel_batch_children_takes_the_children_still_to_start(self, store: JobStore) -> None:
+        """Three children, one running, one succeeded: ``cancel_batch_children`` cancels
+        the one still PENDING (answers 1), leaves the running and the finished ones, the
+        record and another batch's child alone; again it answers 0.
+
+        On failure: cancel ``batch_id = ?`` children in PENDING, PAUSED or WAITING only.
+        """
+        batches = batch_store(store)
+        record, kids = self.batch(store, 3)
+        _other, [other_kid] = self.batch(store, 1)
+        self.finish(store, kids[0])  # claims every due child first: all RUNNING
+        assert store.release_claim(kids[2], self.get(store, kids[2]).claim_seq, message="back")
+        assert store.release_claim(other_kid, self.get(store, other_kid).claim_seq, message="b")
+        assert batches.cancel_batch_children(record) == 1
+        assert [self.get(store, kid).status for kid in kids] == [
+            JobStatus.SUCCEEDED,
+            JobStatus.RUNNING,
+            JobStatus.CANCELED,
+        ]
+        assert self.get(store, record).status is JobStatus.WAITING
+        assert self.get(store, other_kid).status is JobStatus.PENDING
+        assert batches.cancel_batch_children(record) == 0
+
     @contract("batches", Level.ADVANCED)
     def test_the_last_two_children_ending_on_two_nodes_complete_the_batch_once(
         self, stores: StoreFactory

@@ -26,6 +26,7 @@ _ACTIVE = [
     JobStatus.PAUSED.value,
     JobStatus.WAITING.value,
 ]
+_NOT_STARTED = [JobStatus.PENDING.value, JobStatus.PAUSED.value, JobStatus.WAITING.value]
 _ENDED = {
     JobStatus.SUCCEEDED.value: "succeeded",
     JobStatus.FAILED.value: "failed",
@@ -94,6 +95,20 @@ class BatchOperations(FencedCollections):
                 if len(ready) >= limit:
                     break
         return ready
+
+    @unavailable
+    def cancel_batch_children(self, batch_id: str) -> int:
+        """Each child still to start, a transition fenced by its ``rev`` (so a claim that
+        read it before loses, and a child claimed first is left to run)."""
+        self._check_open()
+
+        def cancel(job: Doc, now: datetime) -> dict[str, Any] | None:
+            if job["status"] not in _NOT_STARTED:
+                return None
+            return {"status": JobStatus.CANCELED.value, "finished_at": now}
+
+        waiting = self._jobs.find({"batch_id": batch_id, "status": {"$in": _NOT_STARTED}})
+        return sum(self._job_cas(str(doc["_id"]), cancel, doc=doc) is not None for doc in waiting)
 
     @unavailable
     @idempotent

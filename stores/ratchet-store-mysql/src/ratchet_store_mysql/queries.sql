@@ -874,3 +874,9 @@ SELECT {{job_columns}} FROM ratchet_job
 WHERE batch_total IS NOT NULL
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;
+
+-- name: cancel_batch_children
+-- A canceled batch's children still to start: each guarded by its status (a child a
+-- worker claimed meanwhile runs on).
+UPDATE ratchet_job SET status = 'CANCELED', finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)
+WHERE batch_id = %(id)s AND status IN ('PENDING', 'PAUSED', 'WAITING');

@@ -1162,3 +1162,9 @@ SELECT {_job_columns} FROM ratchet_job
 WHERE batch_total IS NOT NULL
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;
+
+-- name: cancel_batch_children
+-- A canceled batch's children still to start: each guarded by its status (a child a
+-- worker claimed meanwhile runs on).
+UPDATE ratchet_job SET status = 'CANCELED', finished_at = statement_timestamp(), updated_at = statement_timestamp()
+WHERE batch_id = %(id)s AND status IN ('PENDING', 'PAUSED', 'WAITING');

@@ -29,6 +29,7 @@ BATCH_STATEMENTS = frozenset(
         "complete_batch_record",  # id, status, result: the WAITING record ended
         "select_ready_batches",  # limit -> (id) WAITING records with no active child
         "select_batches",  # limit -> batch records, newest first
+        "cancel_batch_children",  # id: its children still to start -> CANCELED
     }
 )
 """The batch statements every SQL backend's ``.sql`` file provides."""
@@ -82,6 +83,12 @@ class SQLBatches:
         return [
             self.decode.job(row) for row in self._query("select_batches", {"limit": int(limit)})
         ]
+
+    def cancel_batch_children(self, batch_id: str) -> int:
+        return self._update("cancel_batch_children", {"id": batch_id})
+
+    def _update(self, name: str, params: Params) -> int:
+        raise NotImplementedError  # SQLJobStore's primitive
 
 
 def _counts(rows: list[Row]) -> BatchCounts:

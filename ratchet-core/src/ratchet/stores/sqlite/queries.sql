@@ -723,3 +723,9 @@ SELECT {{job_columns}} FROM ratchet_job
 WHERE batch_total IS NOT NULL
 ORDER BY created_at DESC, id DESC
 LIMIT :limit;
+
+-- name: cancel_batch_children
+-- A canceled batch's children still to start: each guarded by its status (a child a
+-- worker claimed meanwhile runs on).
+UPDATE ratchet_job SET status = 'CANCELED', finished_at = :now, updated_at = :now
+WHERE batch_id = :id AND status IN ('PENDING', 'PAUSED', 'WAITING');
