@@ -263,6 +263,10 @@ def test_a_streaming_batch_with_nothing_stored_stores_no_record(app: Ratchet) ->
     assert app.get_batch(report.batch_id) is None and app.list_jobs() == []
     with pytest.raises(ValueError, match="chunk_size"):
         app.streaming_batch("x").chunk_size(0)
+    with pytest.raises(TypeError, match="process"):
+        app.streaming_batch("x").from_iterable([1]).start()
+    with pytest.raises(TypeError, match="from_iterable"):
+        app.streaming_batch("x").process("square").start()
 
 
 def test_canceling_a_batch_cancels_its_callbacks_and_the_children_still_to_start(

@@ -358,7 +358,9 @@ class StreamingBatchBuilder:
         iterator or job was given; a batch with no child stored stores no record either."""
         if self.items is None:
             raise TypeError("Call from_iterable(items) before start(): it gives the items.")
-        children = self.batch._children("start")
+        if self.batch.children is None:
+            raise TypeError("Call process(fn) before start(): it names the job of each item.")
+        children = self.batch.children
         progress = StreamingBatchProgress(batch_id=new_job_id())
         iterator = iter(self.items)
         while chunk := list(itertools.islice(iterator, self.size)):
