@@ -138,9 +138,10 @@ class Lifecycle:
         if wants_failed or wants_dead:
             error_type, message = error_fields(cause)
             at = self.clock.now()
+            attempt = _Attempt(job.id, job.name, job.priority, job.attempt, job.claim_seq)
             if wants_failed:
                 self._failed_event(
-                    _Attempt(job.id, job.name, job.priority, job.attempt, job.claim_seq),
+                    attempt,
                     at=at,
                     duration=duration,
                     error_type=error_type,
@@ -148,7 +149,7 @@ class Lifecycle:
                     retry_delay=retry_delay,
                 )
             if wants_dead:
-                self._dead_lettered(job, reason, error_type, message, at)
+                self._dead_lettered(attempt, reason, error_type, message, at)
         if retry_delay is None:
             self._ended(job.id)
             if self.callbacks is not None:
@@ -216,20 +217,7 @@ class Lifecycle:
                 retry_delay=retry_delay,
             )
         if wants_dead:
-            self.events.emit(
-                JobDeadLettered(
-                    node_id=self.node_id,
-                    at=at,
-                    job_id=job.id,
-                    name=job.name,
-                    priority=job.priority,
-                    attempt=attempt,
-                    claim_seq=job.claim_seq,
-                    reason="signal_timeout",
-                    error_type=error_type,
-                    error_message=message,
-                )
-            )
+            self._dead_lettered(attempt_of, "signal_timeout", error_type, message, at)
         if retry_delay is None:
             self._ended(job.id)
             if self.callbacks is not None:
@@ -298,17 +286,17 @@ class Lifecycle:
             log.exception("Announcing the end of job %s failed; waiters will read it.", job_id)
 
     def _dead_lettered(
-        self, job: ClaimedJob, reason: str, error_type: str, message: str, at: datetime | None
+        self, attempt: _Attempt, reason: str, error_type: str, message: str, at: datetime | None
     ) -> None:
         self.events.emit(
             JobDeadLettered(
                 node_id=self.node_id,
                 at=at,
-                job_id=job.id,
-                name=job.name,
-                priority=job.priority,
-                attempt=job.attempt,
-                claim_seq=job.claim_seq,
+                job_id=attempt.job_id,
+                name=attempt.name,
+                priority=attempt.priority,
+                attempt=attempt.attempt,
+                claim_seq=attempt.claim_seq,
                 reason=reason,
                 error_type=error_type,
                 error_message=message,
