@@ -17,7 +17,7 @@ from ratchet._batches import (
 from ratchet._config import RatchetOptions
 from ratchet._cron import CronSchedule, Misfire, parse_misfire
 from ratchet._engine.cancels import cancel_in_store
-from ratchet._engine.chains import cancel_rest_of_chain
+from ratchet._engine.chains import cancel_rest_of_chain, read_job
 from ratchet._engine.lifecycle import Lifecycle
 from ratchet._engine.node import LocalWakeups, NodeContext
 from ratchet._engine.permits import DEFAULT_RETRY_DELAY_MS, Resources, ResourceSettings
@@ -735,12 +735,7 @@ class Ratchet:
 
     def _store_batch_part(self, jobs: list[NewJob]) -> None:
         """Store jobs of a batch (all of it, or a chunk of a streaming one) in one write."""
-        if not isinstance(self.store, SupportsBatches):
-            raise ConfigurationError(
-                f"The store {self.store.describe()} keeps no batches (it lacks "
-                "ratchet.spi.SupportsBatches). Enqueue the jobs with enqueue_many, or use a "
-                "store that keeps batches (every first-party store does)."
-            )
+        _batch_store(self.store)
         self._store_chain_checks(jobs)
         with self.observers.enqueuing(jobs) as stored:
             self.store.enqueue_many(stored)
@@ -750,9 +745,7 @@ class Ratchet:
         """The batch ``batch_id`` (total, completed, failed, canceled, percent done,
         status), or ``None`` when there is no such batch in the store or its archive."""
         store = self.store
-        record = store.get_job(batch_id)
-        if record is None and isinstance(store, SupportsArchiveAccess):
-            record = store.get_archived_job(batch_id)
+        record = read_job(store, batch_id)
         if record is None or record.batch_total is None:
             return None
         live = None
@@ -763,12 +756,7 @@ class Ratchet:
     def batches(self, limit: int = 20) -> list[Batch]:
         """The batches, newest first, at most ``limit`` (each running one's counts read
         from its children). ConfigurationError on a store without batches."""
-        store = self.store
-        if not isinstance(store, SupportsBatches):
-            raise ConfigurationError(
-                f"The store {store.describe()} keeps no batches (it lacks "
-                "ratchet.spi.SupportsBatches)."
-            )
+        store = _batch_store(self.store)
         return [
             batch_of(
                 record,
@@ -1005,8 +993,7 @@ class Ratchet:
 
     def _store_chain(self, jobs: list[NewJob]) -> str:
         """Store a chain's steps in one write (a chain builder's ``submit``); the first
-        step's id."""
-        _chain_store(self.store)
+        step's id (its later steps make the checks require a store with chains)."""
         self._store_chain_checks(jobs)
         with self.observers.enqueuing(jobs) as stored:
             self.store.enqueue_many(stored)
@@ -1464,6 +1451,17 @@ def _job_pause_store(store: JobStore) -> SupportsJobPause:
             f"The store {store.describe()} cannot pause jobs (it lacks "
             "ratchet.spi.SupportsJobPause). Cancel the job instead, or use a store that "
             "pauses jobs (every first-party store does)."
+        )
+    return store
+
+
+def _batch_store(store: JobStore) -> SupportsBatches:
+    """``store`` as one that keeps batches; ConfigurationError naming it otherwise."""
+    if not isinstance(store, SupportsBatches):
+        raise ConfigurationError(
+            f"The store {store.describe()} keeps no batches (it lacks "
+            "ratchet.spi.SupportsBatches). Enqueue the jobs with enqueue_many, or use a "
+            "store that keeps batches (every first-party store does)."
         )
     return store
 
