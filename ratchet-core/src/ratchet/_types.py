@@ -117,6 +117,20 @@ class BranchCondition:
     order: int = 0
     threshold: float | None = None
 
+    def describe(self) -> str:
+        """When the branch runs, in a few words: ``"on success"``, ``"on failure"``,
+        ``"when module:function"``, ``"when at least 95% succeeded"``, ``"the main line"``
+        (for logs, events, the CLI and the dashboard)."""
+        if self.kind == "when":
+            return f"when {self.predicate}"
+        if self.kind == "success_rate":
+            return f"when at least {self.threshold or 0:.0%} succeeded"
+        return {
+            "success": "on success",
+            "failure": "on failure",
+            "otherwise": "the main line",
+        }.get(self.kind, self.kind)
+
     def to_json(self) -> str:
         """The stored form (stores keep it as text and never read inside it)."""
         fields: dict[str, Any] = {"kind": self.kind, "priority": self.priority, "order": self.order}

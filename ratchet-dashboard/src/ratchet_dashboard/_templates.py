@@ -54,12 +54,10 @@ def _branch(condition: BranchCondition | None) -> str:
     if condition is None:
         return NOTHING
     if condition.kind == "when":
-        return f"when {condition.predicate} (priority {condition.priority})"
-    return {
-        "success": "on success",
-        "failure": "on failure",
-        "otherwise": "the main line, when no branch matched and the step succeeded",
-    }.get(condition.kind, condition.kind)
+        return f"{condition.describe()} (priority {condition.priority})"
+    if condition.kind == "otherwise":
+        return f"{condition.describe()}, when no branch matched and the step succeeded"
+    return condition.describe()
 
 
 def _pretty(value: object) -> str:

@@ -273,15 +273,4 @@ def _order(branch: Job) -> tuple[int, int, str]:
 
 
 def _describe(branch: Job) -> str:
-    condition = branch.branch
-    if condition is None:
-        return "no condition"
-    if condition.kind == "when":
-        return f"when {condition.predicate}"
-    if condition.kind == "success_rate":
-        return f"when at least {condition.threshold:.0%} succeeded"
-    return {
-        "success": "on success",
-        "failure": "on failure",
-        "otherwise": "the main line",
-    }.get(condition.kind, condition.kind)
+    return "no condition" if branch.branch is None else branch.branch.describe()

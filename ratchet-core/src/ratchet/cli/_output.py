@@ -152,16 +152,10 @@ def branch_text(condition: BranchCondition | None) -> str:
     """When a workflow branch runs, in words (empty for a job that is no branch)."""
     if condition is None:
         return ""
-    described = {
-        "success": "on success",
-        "failure": "on failure",
-        "otherwise": "the main line (when no branch matched and the step succeeded)",
-    }.get(condition.kind)
-    if described is None and condition.kind == "success_rate":
-        described = f"when at least {condition.threshold or 0:.0%} of the batch succeeded"
-    if described is None:
-        described = f"when {condition.predicate}" if condition.kind == "when" else condition.kind
-    if condition.kind in ("when", "success", "failure"):
+    described = condition.describe()
+    if condition.kind == "otherwise":
+        described += " (when no branch matched and the step succeeded)"
+    elif condition.kind in ("when", "success", "failure", "success_rate"):
         described += f" (priority {condition.priority}, #{condition.order + 1})"
     return described
 
