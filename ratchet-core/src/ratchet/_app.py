@@ -780,10 +780,10 @@ class Ratchet:
         nothing delivered) and sealed for a job whose arguments are sealed.
         ConfigurationError when the store keeps no signals
         (``ratchet.spi.SupportsSignals``; every first-party store does)."""
-        store = _signal_store(self.store)
+        _signal_store(self.store)
         key = _signal_target(job_id_or_key)
         payload_json = encode_signal_payload(payload, max_bytes=self.options.max_payload_bytes)
-        delivered = deliver_signal(store, self.payloads, key, payload_json)
+        delivered = deliver_signal(self.store, self.payloads, key, payload_json)
         if delivered.priority is not None:
             self._announce(delivered.priority)
         return delivered.count

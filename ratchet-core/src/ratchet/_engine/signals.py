@@ -76,12 +76,14 @@ class DeliveredSignals:
 
 
 def deliver_signal(
-    store: SupportsSignals, payloads: Payloads, job_id_or_key: str, payload_json: str
+    store: JobStore, payloads: Payloads, job_id_or_key: str, payload_json: str
 ) -> DeliveredSignals:
     """Deliver to the job ``job_id_or_key`` when it is one that awaits (or awaited) a
-    signal, else to every job awaiting the key ``job_id_or_key``."""
+    signal, else to every job awaiting the key ``job_id_or_key``. ``store`` keeps signals
+    (the application checked it)."""
+    assert isinstance(store, SupportsSignals)
     delivered = DeliveredSignals()
-    job = store.get_job(job_id_or_key) if isinstance(store, JobStore) else None
+    job = store.get_job(job_id_or_key)
     if job is not None and job.signal_key is not None:
         if _deliver_one(store, payloads, job, payload_json):
             delivered.add(job)

@@ -50,6 +50,9 @@ class SQLBatches:
     def _query(self, name: str, params: Params | None = None) -> list[Row]:
         raise NotImplementedError  # SQLJobStore's primitive
 
+    def _update(self, name: str, params: Params) -> int:
+        raise NotImplementedError  # SQLJobStore's primitive
+
     def _transaction(self, work: Callable[[SQLSession], T]) -> T:
         raise NotImplementedError  # SQLJobStore's primitive
 
@@ -86,9 +89,6 @@ class SQLBatches:
 
     def cancel_batch_children(self, batch_id: str) -> int:
         return self._update("cancel_batch_children", {"id": batch_id})
-
-    def _update(self, name: str, params: Params) -> int:
-        raise NotImplementedError  # SQLJobStore's primitive
 
 
 def _counts(rows: list[Row]) -> BatchCounts:
