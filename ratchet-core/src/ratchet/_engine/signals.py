@@ -141,6 +141,7 @@ def expire_signal_waits(
             job.id, attempts=job.attempts, error=message, rearm_seconds=rearm
         ):
             continue
+        opened = payloads.open_job(job)  # the on_failure callback and the end read its params
         if retry_delay is None:
             failed += 1
             log.warning(
@@ -155,7 +156,7 @@ def expire_signal_waits(
             if after_end is None:
                 cancel_rest_of_chain(store, job.id, lifecycle)
             else:
-                after_end(job.id, payloads.open_job(job))
+                after_end(job.id, opened)
         else:
             rearmed += 1
             log.info(
@@ -168,6 +169,6 @@ def expire_signal_waits(
                 retry_delay,
                 extra={"event": "job_retried", "job_id": job.id},
             )
-        if lifecycle is not None:  # its on_failure callback reads the params: opened
-            lifecycle.signal_timed_out(payloads.open_job(job), message, retry_delay=retry_delay)
+        if lifecycle is not None:
+            lifecycle.signal_timed_out(opened, message, retry_delay=retry_delay)
     return rearmed, failed
