@@ -125,8 +125,8 @@ def _job_table_sql(conn: sqlite3.Connection) -> str:
 @pytest.mark.parametrize(
     ("version", "recorded", "applied", "objects", "in_job_table"),
     [
-        # 0004: the resource-permit tables of store migration 6
-        (5, "0003_job_query", "0004_flow_control", {"ratchet_resource_permit"}, None),
+        # 0004: the resource table of store migration 6 (its permit table is gone by 13)
+        (5, "0003_job_query", "0004_flow_control", {"ratchet_resource"}, None),
         # 0005: the queue column and the paused-queue table of store migration 7
         (6, "0004_flow_control", "0005_queues", {"ratchet_paused_queue"}, "queue"),
         # 0006: the PAUSED status of store migration 8
@@ -139,6 +139,8 @@ def _job_table_sql(conn: sqlite3.Connection) -> str:
         (10, "0008_signals", "0009_workflows", {"ratchet_job_waiting_branches"}, "branch_json"),
         # 0010: the batch columns of store migration 12
         (11, "0009_workflows", "0010_batches", {"ratchet_job_batch_children"}, "batch_total"),
+        # 0011: the permit slots of store migration 13
+        (12, "0010_batches", "0011_permit_slots", {"ratchet_resource_slot"}, None),
     ],
 )
 def test_migrate_brings_a_later_install_to_the_shipped_schema(

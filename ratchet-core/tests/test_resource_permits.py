@@ -351,8 +351,10 @@ def test_a_worker_on_a_store_without_permits_refuses_to_start_with_resources() -
 
 
 def permit_rows(database: Path) -> int:
+    """How many of the database's permit slots have a holder (released ones have none)."""
+    held = "SELECT COUNT(*) FROM ratchet_resource_slot WHERE job_id IS NOT NULL"
     with sqlite3.connect(database) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM ratchet_resource_permit").fetchone()[0])
+        return int(conn.execute(held).fetchone()[0])
 
 
 def test_the_testing_kit_runs_jobs_that_name_a_resource() -> None:
@@ -373,3 +375,45 @@ def test_the_testing_kit_runs_jobs_that_name_a_resource() -> None:
             assert job is not None and (job.status, job.result) == (JobStatus.SUCCEEDED, 42)
     finally:
         app.close()
+
+
+def test_the_upgrade_to_permit_slots_keeps_the_permits_held(tmp_path: Path) -> None:
+    """A database at store schema 12 where two RUNNING claims hold the two permits of a
+    resource (rows of ``ratchet_resource_permit``): migration 13 carries them over as
+    slots, so they are still the holders, a third claim is refused until one is released,
+    and the old table is gone."""
+    from ratchet.stores.sqlite._database import SCHEMA_LEDGER, migrations
+    from ratchet.stores.sqlite.store import SQLiteJobStore, _statements_of
+    from ratchet_tck.store._base import new_job
+
+    database = tmp_path / "v12.sqlite3"
+    with sqlite3.connect(database) as conn:
+        conn.execute(SCHEMA_LEDGER)
+        for version, name, text in migrations()[:12]:
+            for statement in _statements_of(text):
+                conn.execute(statement)
+            conn.execute("INSERT INTO ratchet_schema_version VALUES (?, ?, 0)", (version, name))
+    store = SQLiteJobStore.from_url(f"sqlite:///{database}", auto_migrate=False)
+    try:
+        store.enqueue_many([new_job() for _ in range(3)])
+        first, second, third = store.claim_due_jobs(
+            node_id="node-a", limit=3, priority_boost_seconds=0
+        )
+        with sqlite3.connect(database) as conn:
+            conn.execute("INSERT INTO ratchet_resource VALUES ('api', 2, 0)")
+            for held in (first, second):
+                conn.execute(
+                    "INSERT INTO ratchet_resource_permit VALUES ('api', ?, ?, 'node-a', ?)",
+                    (held.id, held.claim_seq, 1.0 if held is first else 2.0),
+                )
+        assert store.apply_schema() == ["0013_permit_slots.sql"]
+        holders = [(h.job_id, h.claim_seq) for h in store.permit_holders("api")]
+        assert holders == [(first.id, first.claim_seq), (second.id, second.claim_seq)]
+        assert store.acquire_permit("api", third.id, third.claim_seq, node_id="node-a") is False
+        assert store.release_permit("api", first.id, first.claim_seq) is True
+        assert store.acquire_permit("api", third.id, third.claim_seq, node_id="node-a") is True
+        with sqlite3.connect(database) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert "ratchet_resource_permit" not in tables
+    finally:
+        store.close()

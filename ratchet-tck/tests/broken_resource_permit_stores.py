@@ -12,10 +12,31 @@ import time
 from broken_queue_stores import changed
 
 from ratchet.errors import ResourceNotConfiguredError
+from ratchet.spi.sql import Params
 from ratchet.stores.sqlite.store import SQLiteJobStore
 from ratchet.stores.sqlite.testing import statements as sql
 
-_ENDED = "\n      AND j.claim_seq = ratchet_resource_permit.claim_seq"
+# The acquiring claim's check, in the acquire's read and in each write that grants a slot.
+_RUNNING_CLAIM = "WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq"
+_GRANTING = ("select_permit_slots", "take_slot", "add_slot")
+
+
+def _running_claim_checked_as(text: str) -> dict[str, str]:
+    """The statements that check the acquiring claim is RUNNING, each checking ``text``
+    instead: a store whose author wrote the check one way everywhere."""
+    return {name: changed(getattr(sql, name.upper()), _RUNNING_CLAIM, text) for name in _GRANTING}
+
+
+class _RaceGap(SQLiteJobStore):
+    """Sleeps before the write ``gapped``: the round trip between a read and the write
+    that acts on it on a server store, a realistic gap, so a race shows in every run."""
+
+    gapped = ""
+
+    def _update(self, name: str, params: Params | None = None, *, idempotent: bool = False) -> int:
+        if name == self.gapped:
+            time.sleep(0.002)
+        return super()._update(name, params, idempotent=idempotent)
 
 
 class PermitLimitOffByOneStore(SQLiteJobStore):
@@ -23,7 +44,9 @@ class PermitLimitOffByOneStore(SQLiteJobStore):
     resource admits one claim more than its limit."""
 
     statements = SQLiteJobStore.statements.replacing(
-        count_permits=changed(sql.COUNT_PERMITS, "SELECT COUNT(*)", "SELECT COUNT(*) - 1")
+        select_permit_slots=changed(
+            sql.SELECT_PERMIT_SLOTS, "SELECT r.max_concurrent,", "SELECT r.max_concurrent + 1,"
+        )
     )
 
 
@@ -51,7 +74,7 @@ class UnfencedReleasePermitStore(SQLiteJobStore):
     permit of the job's new owner."""
 
     statements = SQLiteJobStore.statements.replacing(
-        delete_permit=changed(sql.DELETE_PERMIT, " AND claim_seq = :claim_seq")
+        free_slot=changed(sql.FREE_SLOT, " AND claim_seq = :claim_seq")
     )
 
 
@@ -64,12 +87,15 @@ class ReleaseAlwaysAnswersTrueStore(SQLiteJobStore):
 
 
 class ReacquireCountsOwnPermitStore(SQLiteJobStore):
-    """Checks capacity before looking for the claim's own permit (and overwrites it): a
-    holder acquiring again at the limit is refused its own permit."""
+    """Never looks for the claim's own permit before taking one: a holder acquiring again
+    takes a second slot, and at the limit is refused its own permit."""
 
     statements = SQLiteJobStore.statements.replacing(
-        select_permit_claim=changed(sql.SELECT_PERMIT_CLAIM, " AND job_id = :id", " AND 0"),
-        insert_permit=changed(sql.INSERT_PERMIT, "INSERT INTO", "INSERT OR REPLACE INTO"),
+        select_permit_slots=changed(
+            sql.SELECT_PERMIT_SLOTS,
+            "WHERE resource = :resource AND job_id = :id",
+            "WHERE resource = :resource AND 0 AND job_id = :id",
+        )
     )
 
 
@@ -78,10 +104,10 @@ class EndedPermitsCountStore(SQLiteJobStore):
     job that failed while holding a permit holds it for ever."""
 
     statements = SQLiteJobStore.statements.replacing(
-        delete_ended_permits=changed(
-            sql.DELETE_ENDED_PERMITS,
-            "WHERE resource = :resource",
-            "WHERE resource = :resource AND 0",
+        select_permit_slots=changed(
+            sql.SELECT_PERMIT_SLOTS,
+            "AND (s.job_id IS NULL OR NOT EXISTS (",
+            "AND (s.job_id IS NULL OR 0 AND NOT EXISTS (",
         )
     )
 
@@ -100,7 +126,9 @@ class HousekeepingTakesLivePermitsStore(SQLiteJobStore):
     still running lose theirs and the limit is exceeded."""
 
     statements = SQLiteJobStore.statements.replacing(
-        delete_all_ended_permits="DELETE FROM ratchet_resource_permit"
+        select_all_ended_slots=(
+            "SELECT resource, job_id, claim_seq FROM ratchet_resource_slot WHERE job_id IS NOT NULL"
+        )
     )
 
 
@@ -109,7 +137,7 @@ class StaleClaimAcquiresPermitStore(SQLiteJobStore):
     recovered holds a permit the job's new owner needs."""
 
     statements = SQLiteJobStore.statements.replacing(
-        select_running_claim=changed(sql.SELECT_RUNNING_CLAIM, " AND claim_seq = :claim_seq")
+        **_running_claim_checked_as("WHERE id = :id AND status = 'RUNNING'")
     )
 
 
@@ -118,7 +146,7 @@ class FinishedJobAcquiresPermitStore(SQLiteJobStore):
     ended is granted a permit nothing will release."""
 
     statements = SQLiteJobStore.statements.replacing(
-        select_running_claim=changed(sql.SELECT_RUNNING_CLAIM, " AND status = 'RUNNING'")
+        **_running_claim_checked_as("WHERE id = :id AND claim_seq = :claim_seq")
     )
 
 
@@ -128,7 +156,7 @@ class EarlierClaimPermitKeptStore(SQLiteJobStore):
     holding anything."""
 
     statements = SQLiteJobStore.statements.replacing(
-        delete_ended_permits=changed(sql.DELETE_ENDED_PERMITS, _ENDED)
+        select_permit_slots=changed(sql.SELECT_PERMIT_SLOTS, " AND h.claim_seq = s.claim_seq")
     )
 
 
@@ -136,10 +164,10 @@ class NodeReleaseTakesResourcesStore(SQLiteJobStore):
     """Releases every permit of the resources a drained node held, other nodes' too."""
 
     statements = SQLiteJobStore.statements.replacing(
-        delete_node_permits=changed(
-            sql.DELETE_NODE_PERMITS,
+        free_node_slots=changed(
+            sql.FREE_NODE_SLOTS,
             "WHERE node_id = :node_id",
-            "WHERE resource IN (SELECT resource FROM ratchet_resource_permit "
+            "WHERE resource IN (SELECT resource FROM ratchet_resource_slot "
             "WHERE node_id = :node_id)",
         )
     )
@@ -168,22 +196,46 @@ class FirstLimitStaysStore(SQLiteJobStore):
     )
 
 
-class CheckThenInsertPermitStore(SQLiteJobStore):
-    """Counts the holders with a read, then inserts in another transaction without
-    counting again: acquirers racing past the same read are all granted (sequential calls
-    never see the difference)."""
+class OverwritingNewSlotStore(_RaceGap):
+    """Adds a slot with an insert that overwrites one added meanwhile (``INSERT OR
+    REPLACE`` for ``DO NOTHING``): acquirers that read the same next slot number are all
+    granted, each holding it in its own eyes (sequential calls never see the
+    difference)."""
 
-    statements = SQLiteJobStore.statements.replacing(count_permits="SELECT 0")
+    gapped = "add_slot"
+    statements = SQLiteJobStore.statements.replacing(
+        add_slot=changed(
+            changed(sql.ADD_SLOT, "INSERT INTO", "INSERT OR REPLACE INTO"),
+            "\nON CONFLICT (resource, slot) DO NOTHING",
+        )
+    )
 
-    def acquire_permit(self, resource: str, job_id: str, claim_seq: int, *, node_id: str) -> bool:
-        limit = self.resource_limit(resource)
-        holders = [(h.job_id, h.claim_seq) for h in self.permit_holders(resource)]
-        if limit is not None and (job_id, claim_seq) not in holders and len(holders) >= limit:
-            return False
-        # The round trip between the read and the write on a server store; a realistic
-        # gap, so the race shows in every run.
-        time.sleep(0.002)
-        return super().acquire_permit(resource, job_id, claim_seq, node_id=node_id)
+
+class UnguardedSlotTakeOverStore(_RaceGap):
+    """Takes a slot whose holder ended without checking it still has that holder: two
+    acquirers that read the same ended slot both take it, the second overwriting the
+    first's permit."""
+
+    gapped = "take_slot"
+    statements = SQLiteJobStore.statements.replacing(
+        take_slot=changed(
+            sql.TAKE_SLOT, "\n  AND job_id IS :old_id AND claim_seq IS :old_claim_seq"
+        )
+    )
+
+
+class LoweredLimitOverlookedStore(SQLiteJobStore):
+    """Grants a free slot below a lowered limit while claims in slots above it still
+    run: the holders granted under the old limit and the new ones add up past the new
+    limit."""
+
+    statements = SQLiteJobStore.statements.replacing(
+        select_permit_slots=changed(
+            sql.SELECT_PERMIT_SLOTS,
+            "WHERE o.resource = :resource AND o.slot >= r.max_concurrent)",
+            "WHERE o.resource = :resource AND 0)",
+        )
+    )
 
 
 class PermitHoldersByJobIdStore(SQLiteJobStore):
@@ -191,7 +243,7 @@ class PermitHoldersByJobIdStore(SQLiteJobStore):
 
     statements = SQLiteJobStore.statements.replacing(
         select_permit_holders=changed(
-            sql.SELECT_PERMIT_HOLDERS, "ORDER BY p.acquired_at, p.job_id", "ORDER BY p.job_id"
+            sql.SELECT_PERMIT_HOLDERS, "ORDER BY s.acquired_at, s.job_id", "ORDER BY s.job_id"
         )
     )
 
@@ -201,5 +253,5 @@ class WholeSecondPermitTimeStore(SQLiteJobStore):
     second tie, and every time is up to a second early."""
 
     statements = SQLiteJobStore.statements.replacing(
-        insert_permit=changed(sql.INSERT_PERMIT, ":now)", "CAST(:now AS INTEGER))")
+        add_slot=changed(sql.ADD_SLOT, ":node_id, :now", ":node_id, CAST(:now AS INTEGER)")
     )

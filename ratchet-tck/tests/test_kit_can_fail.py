@@ -287,7 +287,12 @@ CATALOGUE = [
     ("NodeReleaseTakesResourcesStore", "test_a_node_release_deletes_only_that_nodes_permits"),
     ("LoweredLimitEvictsStore", "test_a_lowered_limit_takes_no_permit_back"),
     ("FirstLimitStaysStore", "test_a_lowered_limit_takes_no_permit_back"),
-    ("CheckThenInsertPermitStore", "test_racing_acquires_never_exceed_the_permit_limit"),
+    ("OverwritingNewSlotStore", "test_racing_acquires_never_exceed_the_permit_limit"),
+    (
+        "UnguardedSlotTakeOverStore",
+        "test_racing_acquires_of_ended_permits_never_exceed_the_permit_limit",
+    ),
+    ("LoweredLimitOverlookedStore", "test_a_lowered_limit_takes_no_permit_back"),
     (
         "PermitHoldersByJobIdStore",
         "test_permit_holders_are_listed_oldest_first_with_their_fields",
@@ -539,6 +544,7 @@ def test_every_broken_store_has_its_row(monkeypatch: pytest.MonkeyPatch) -> None
         if isinstance(value, type)
         and issubclass(value, SQLiteJobStore)
         and value is not SQLiteJobStore
+        and not name.startswith("_")  # a helper the broken stores build on
     }
     assert defined == {store for store, _ in CATALOGUE}
     assert len(defined) >= 30

@@ -37,6 +37,7 @@ _IDEMPOTENT_FORMS = (
     "EXECUTE ratchet_step",
     "DEALLOCATE PREPARE ratchet_step",
     "UPDATE ratchet_job SET ",
+    "DROP TABLE IF EXISTS ",
 )
 
 

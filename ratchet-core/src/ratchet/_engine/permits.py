@@ -9,7 +9,7 @@ after the per-worker checks (concurrency, circuit breaker), on the job's own thr
 * granted: the attempt runs and gives the permit back when it ends (after its outcome is
   recorded; the permit of an ended claim counts for nothing anyway, so a lost release,
   or a node that dies, leaks nothing beyond the claim: orphan recovery ends the claim,
-  and its sweep deletes what is left);
+  and its sweep frees what is left);
 * at capacity: the job is deferred by the resource's ``retry_delay_ms`` exactly as
   ``raise Snooze`` would, without using an attempt (:mod:`ratchet._engine.job_limits`
   says why deferring beats waiting on the worker);

@@ -666,21 +666,22 @@ class SupportsResourcePermits(Protocol):
 
     def release_permit(self, resource: str, job_id: str, claim_seq: int) -> bool:
         """Give back the permit of ``resource`` held by the claim ``(job_id, claim_seq)``;
-        ``True`` when one was deleted. Fenced: a permit of another claim of the job (a
-        newer owner's) is left alone. Idempotent."""
+        ``True`` when it held one (given back now). Fenced: a permit of another claim of
+        the job (a newer owner's) is left alone. Idempotent."""
         ...
 
     def release_node_permits(self, node_id: str) -> int:
-        """Delete every permit held by claims of ``node_id`` (a drained or dead node); how
-        many. Permits of other nodes are untouched."""
+        """Give back every permit held by claims of ``node_id`` (a drained or dead node);
+        how many. Permits of other nodes are untouched."""
         ...
 
     def release_ended_permits(self) -> int:
-        """Delete every permit whose claim has ended (the job is not RUNNING with that
+        """Give back every permit whose claim has ended (the job is not RUNNING with that
         ``claim_seq``, or is gone); how many. Housekeeping run with orphan recovery:
         such permits already count for nothing. The outcome writes (the hot path) leave
         permits alone: a permit of an ended claim stays until this sweep, its release,
-        or an acquire of its resource deletes it."""
+        or an acquire of its resource takes it. Never a permit an acquire took over
+        meanwhile."""
         ...
 
     def permit_holders(self, resource: str) -> list[PermitHolder]:

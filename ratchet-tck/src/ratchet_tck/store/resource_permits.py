@@ -163,8 +163,8 @@ class ResourcePermitContracts(StoreSuiteBase):
         the third claim is then granted, and a second release answers ``False``.
 
         On failure: an acquire by a claim that already holds a permit of the resource must
-        answer ``True`` before the capacity check and insert nothing (a key on
-        ``(resource, job_id)``, the insert ignoring a conflict).
+        answer ``True`` before the capacity check and take nothing more (look for a permit
+        of this very claim first).
         """
         permitted = permits(store)
         permitted.configure_resource("gpu", max_concurrent=2)
@@ -325,9 +325,9 @@ class ResourcePermitContracts(StoreSuiteBase):
         claim's permit is gone (releasing it answers ``False``), and another job is
         refused.
 
-        On failure: key the permits on ``(resource, job_id)`` and let an acquire of a newer
-        claim replace the row of an ended earlier one (``ON CONFLICT ... DO UPDATE`` fenced
-        by the job being RUNNING with the new ``claim_seq``).
+        On failure: a permit whose claim ended, an earlier claim of the same job included,
+        must be free for the next acquire: judge it by the job being RUNNING with the
+        permit's ``claim_seq``, not by the job's id or status alone.
         """
         permitted = permits(store)
         permitted.configure_resource("gpu", max_concurrent=1)
@@ -416,10 +416,12 @@ class ResourcePermitContracts(StoreSuiteBase):
         acquire a permit of a fresh resource limited to 3 for 8 distinct RUNNING claims:
         exactly 3 are granted, and the resource's holders are exactly those 3.
 
-        On failure: the count of live permits and the insert must be one atomic step (one
+        On failure: the count of live permits and the grant must be one atomic step (an
         ``INSERT ... SELECT ... WHERE count < limit`` under a lock of the resource's row,
-        ``SELECT ... FOR UPDATE`` on it, or a serialised write), not a read of the holders
-        followed by an insert in another statement.
+        or a serialised write), not a read of the holders followed by an insert in another
+        statement; with one row per permit slot, a new slot must be added with an insert
+        that adds nothing when the slot exists (``ON CONFLICT DO NOTHING``), never one
+        that overwrites it.
         """
         setup = stores()
         permitted = permits(setup)
@@ -445,6 +447,57 @@ class ResourcePermitContracts(StoreSuiteBase):
             assert len(granted) == _RACE_LIMIT, (
                 f"round {index}: {len(granted)} of {_RACERS} racing acquires were granted "
                 f"a permit of a resource limited to {_RACE_LIMIT}"
+            )
+            assert sorted(held_by(permitted.permit_holders(resource))) == sorted(
+                claims(*granted)
+            ), f"round {index}: the holders are not the claims granted"
+
+    @contract("resource-permits", Level.CORE)
+    def test_racing_acquires_of_ended_permits_never_exceed_the_permit_limit(
+        self, stores: StoreFactory
+    ) -> None:
+        """In each of 10 rounds, three claims hold the permits of a fresh resource limited
+        to 3 and then complete without releasing them; behind a barrier, 8 nodes (each its
+        own store instance) acquire for 8 other RUNNING claims: exactly 3 are granted, and
+        the resource's holders are exactly those 3.
+
+        On failure: a permit whose claim ended may be taken over by one acquirer only. The
+        write that takes it must be guarded by the holder it had when it was judged ended
+        (``WHERE job_id = :old_id AND claim_seq = :old_claim_seq``), not by the slot or
+        resource alone; and not by a liveness test evaluated inside a locking write, whose
+        subquery can read an older snapshot than the row it re-checks.
+        """
+        setup = stores()
+        permitted = permits(setup)
+        nodes = [permits(stores()) for _ in range(_RACERS)]
+        rounds = []
+        for index in range(_RACE_ROUNDS):
+            resource = f"ended-race-{index}"
+            permitted.configure_resource(resource, max_concurrent=_RACE_LIMIT)
+            for _ in range(_RACE_LIMIT):
+                holder = self.running(setup)
+                assert self._permit(permitted, resource, holder)
+                assert setup.complete_job(
+                    holder.id, holder.claim_seq, result_json=None, result_type=None
+                )
+            rounds.append((resource, [self.running(setup) for _ in range(_RACERS)]))
+        barrier = threading.Barrier(_RACERS, timeout=60)
+
+        def acquire_each(node: int) -> list[bool]:
+            answers = []
+            for resource, jobs in rounds:
+                barrier.wait()
+                answers.append(self._permit(nodes[node], resource, jobs[node], node=f"node-{node}"))
+            return answers
+
+        results = run_concurrently([partial(acquire_each, n) for n in range(_RACERS)])
+        assert raised(results) == [], raised(results)
+        for index, (resource, jobs) in enumerate(rounds):
+            granted = [jobs[n] for n in range(_RACERS) if results[n][index]]
+            assert len(granted) == _RACE_LIMIT, (
+                f"round {index}: {len(granted)} of {_RACERS} racing acquires were granted "
+                f"the {_RACE_LIMIT} permits that ended claims left of a resource limited to "
+                f"{_RACE_LIMIT}"
             )
             assert sorted(held_by(permitted.permit_holders(resource))) == sorted(
                 claims(*granted)

@@ -61,7 +61,7 @@ DATA_TABLES = (
     "ratchet_job_archive",
     "ratchet_job_log",
     "ratchet_job_progress",
-    "ratchet_resource_permit",
+    "ratchet_resource_slot",
     "ratchet_resource",
     "ratchet_paused_queue",
 )

@@ -868,7 +868,7 @@ WHERE p.job_id = doomed.job_id
 -- Every table that holds data (not ratchet_schema_version), emptied in one statement.
 TRUNCATE ratchet_job, ratchet_job_tag, ratchet_idempotency_key, ratchet_execution,
     ratchet_node, ratchet_lock, ratchet_recurring, ratchet_recurring_fire, ratchet_job_archive,
-    ratchet_job_log, ratchet_job_progress, ratchet_resource_permit, ratchet_resource,
+    ratchet_job_log, ratchet_job_progress, ratchet_resource_slot, ratchet_resource,
     ratchet_paused_queue;
 
 -- ===================================================================== payload rewrite
@@ -969,68 +969,72 @@ ON CONFLICT (name) DO UPDATE SET max_concurrent = excluded.max_concurrent,
 -- name: select_resource_limit
 SELECT max_concurrent FROM ratchet_resource WHERE name = %(resource)s;
 
--- name: lock_resource
--- Held until the acquire commits: acquirers of one resource count one after another.
-SELECT max_concurrent FROM ratchet_resource WHERE name = %(resource)s FOR UPDATE;
+-- name: select_permit_slots
+-- The acquire's read (ratchet.spi.sql._permits): the limit, whether the claim is RUNNING,
+-- whether it holds a slot already, whether a slot at or above the limit (a lowered one)
+-- still has a live holder, the next slot's number, then the free slots below the limit
+-- (no holder, or one whose claim ended) with the holder each has, lowest first.
+SELECT r.max_concurrent,
+       EXISTS (SELECT 1 FROM ratchet_job
+               WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s)::int,
+       EXISTS (SELECT 1 FROM ratchet_resource_slot
+               WHERE resource = %(resource)s AND job_id = %(id)s
+                 AND claim_seq = %(claim_seq)s)::int,
+       EXISTS (SELECT 1 FROM ratchet_resource_slot AS o
+               JOIN ratchet_job AS j
+                 ON j.id = o.job_id AND j.claim_seq = o.claim_seq AND j.status = 'RUNNING'
+               WHERE o.resource = %(resource)s AND o.slot >= r.max_concurrent)::int,
+       (SELECT COALESCE(MAX(n.slot) + 1, 0) FROM ratchet_resource_slot AS n
+        WHERE n.resource = %(resource)s),
+       s.slot, s.job_id, s.claim_seq
+FROM ratchet_resource AS r
+LEFT JOIN ratchet_resource_slot AS s
+  ON s.resource = r.name AND s.slot < r.max_concurrent
+ AND (s.job_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM ratchet_job AS h
+        WHERE h.id = s.job_id AND h.status = 'RUNNING' AND h.claim_seq = s.claim_seq))
+WHERE r.name = %(resource)s
+ORDER BY s.slot
+LIMIT %(candidates)s;
 
--- name: delete_all_ended_permits
-DELETE FROM ratchet_resource_permit
-WHERE NOT EXISTS (
-    SELECT 1 FROM ratchet_job AS j
-    WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
-      AND j.claim_seq = ratchet_resource_permit.claim_seq);
+-- name: take_slot
+-- Guarded by the holder read in select_permit_slots (ratchet.spi.sql._permits): a slot
+-- taken meanwhile fails the guard.
+UPDATE ratchet_resource_slot
+SET job_id = %(id)s, claim_seq = %(claim_seq)s, node_id = %(node_id)s, acquired_at = statement_timestamp()
+WHERE resource = %(resource)s AND slot = %(slot)s
+  AND job_id IS NOT DISTINCT FROM %(old_id)s AND claim_seq IS NOT DISTINCT FROM %(old_claim_seq)s
+  AND EXISTS (SELECT 1 FROM ratchet_job
+              WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s);
 
--- name: grant_permit
--- acquire_permit after lock_resource, in one statement: the claim must be RUNNING; ended
--- permits of other jobs are dropped; this claim's permit is kept, or one is added below
--- %(max_concurrent)s live permits (an earlier claim's row of this job is taken over by
--- the upsert). It runs after the lock, so its snapshot sees the permit of every acquirer
--- that held the lock before. The answer: 1 when the claim holds a permit afterwards.
-WITH claim AS (
-    SELECT 1 FROM ratchet_job
-    WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
-),
-ended AS (
-    DELETE FROM ratchet_resource_permit AS p
-    WHERE p.resource = %(resource)s AND p.job_id <> %(id)s AND NOT EXISTS (
-        SELECT 1 FROM ratchet_job AS j
-        WHERE j.id = p.job_id AND j.status = 'RUNNING' AND j.claim_seq = p.claim_seq)
-),
-held AS (
-    SELECT count(*) AS live,
-           count(*) FILTER (WHERE p.job_id = %(id)s AND p.claim_seq = %(claim_seq)s) AS mine
-    FROM ratchet_resource_permit AS p
-    JOIN ratchet_job AS j
-      ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
-    WHERE p.resource = %(resource)s
-),
-granted AS (
-    INSERT INTO ratchet_resource_permit (resource, job_id, claim_seq, node_id, acquired_at)
-    SELECT %(resource)s, %(id)s, %(claim_seq)s, %(node_id)s, statement_timestamp()
-    FROM claim, held
-    WHERE held.mine = 0 AND held.live < %(max_concurrent)s
-    ON CONFLICT (resource, job_id) DO UPDATE
-    SET claim_seq = excluded.claim_seq, node_id = excluded.node_id,
-        acquired_at = excluded.acquired_at
-    RETURNING 1
-)
-SELECT CASE WHEN EXISTS (SELECT 1 FROM claim)
-             AND ((SELECT mine FROM held) > 0 OR EXISTS (SELECT 1 FROM granted))
-       THEN 1 ELSE 0 END;
+-- name: add_slot
+INSERT INTO ratchet_resource_slot (resource, slot, job_id, claim_seq, node_id, acquired_at)
+SELECT %(resource)s, %(slot)s, %(id)s, %(claim_seq)s, %(node_id)s, statement_timestamp()
+FROM ratchet_job WHERE id = %(id)s AND status = 'RUNNING' AND claim_seq = %(claim_seq)s
+ON CONFLICT (resource, slot) DO NOTHING;
 
--- name: delete_permit
-DELETE FROM ratchet_resource_permit
+-- name: free_slot
+UPDATE ratchet_resource_slot SET job_id = NULL, claim_seq = NULL, node_id = NULL,
+    acquired_at = NULL
 WHERE resource = %(resource)s AND job_id = %(id)s AND claim_seq = %(claim_seq)s;
 
--- name: delete_node_permits
-DELETE FROM ratchet_resource_permit WHERE node_id = %(node_id)s;
+-- name: free_node_slots
+UPDATE ratchet_resource_slot SET job_id = NULL, claim_seq = NULL, node_id = NULL,
+    acquired_at = NULL
+WHERE node_id = %(node_id)s;
+
+-- name: select_all_ended_slots
+SELECT s.resource, s.job_id, s.claim_seq FROM ratchet_resource_slot AS s
+WHERE s.job_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM ratchet_job AS j
+    WHERE j.id = s.job_id AND j.status = 'RUNNING' AND j.claim_seq = s.claim_seq);
 
 -- name: select_permit_holders
-SELECT p.resource, p.job_id, p.claim_seq, p.node_id, p.acquired_at
-FROM ratchet_resource_permit AS p
-JOIN ratchet_job AS j ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
-WHERE p.resource = %(resource)s
-ORDER BY p.acquired_at, p.job_id;
+SELECT s.resource, s.job_id, s.claim_seq, s.node_id, s.acquired_at
+FROM ratchet_resource_slot AS s
+JOIN ratchet_job AS j ON j.id = s.job_id AND j.claim_seq = s.claim_seq AND j.status = 'RUNNING'
+WHERE s.resource = %(resource)s
+ORDER BY s.acquired_at, s.job_id;
 
 -- ===================================================================== chains
 

@@ -86,12 +86,6 @@ class PostgreSQLJobStore(TransactionalEnqueue, PooledStore, SQLJobStore):
             "archive_jobs",
             "delete_tags",
             "delete_jobs",
-            # acquire_permit: grant_permit after the lock (ratchet.spi.sql._permits)
-            "select_running_claim",
-            "delete_ended_permits",
-            "select_permit_claim",
-            "count_permits",
-            "insert_permit",
         }
     )
 

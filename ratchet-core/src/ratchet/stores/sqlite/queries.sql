@@ -548,50 +548,72 @@ ON CONFLICT (name) DO UPDATE SET max_concurrent = excluded.max_concurrent,
 -- name: select_resource_limit
 SELECT max_concurrent FROM ratchet_resource WHERE name = :resource;
 
--- name: lock_resource
--- BEGIN IMMEDIATE already holds the database's write lock: a plain read.
-SELECT max_concurrent FROM ratchet_resource WHERE name = :resource;
+-- name: select_permit_slots
+-- The acquire's read (ratchet.spi.sql._permits): the limit, whether the claim is RUNNING,
+-- whether it holds a slot already, whether a slot at or above the limit (a lowered one)
+-- still has a live holder, the next slot's number, then the free slots below the limit
+-- (no holder, or one whose claim ended) with the holder each has, lowest first.
+SELECT r.max_concurrent,
+       EXISTS (SELECT 1 FROM ratchet_job
+               WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq),
+       EXISTS (SELECT 1 FROM ratchet_resource_slot
+               WHERE resource = :resource AND job_id = :id
+                 AND claim_seq = :claim_seq),
+       EXISTS (SELECT 1 FROM ratchet_resource_slot AS o
+               JOIN ratchet_job AS j
+                 ON j.id = o.job_id AND j.claim_seq = o.claim_seq AND j.status = 'RUNNING'
+               WHERE o.resource = :resource AND o.slot >= r.max_concurrent),
+       (SELECT COALESCE(MAX(n.slot) + 1, 0) FROM ratchet_resource_slot AS n
+        WHERE n.resource = :resource),
+       s.slot, s.job_id, s.claim_seq
+FROM ratchet_resource AS r
+LEFT JOIN ratchet_resource_slot AS s
+  ON s.resource = r.name AND s.slot < r.max_concurrent
+ AND (s.job_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM ratchet_job AS h
+        WHERE h.id = s.job_id AND h.status = 'RUNNING' AND h.claim_seq = s.claim_seq))
+WHERE r.name = :resource
+ORDER BY s.slot
+LIMIT :candidates;
 
--- name: select_running_claim
-SELECT 1 FROM ratchet_job WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq;
+-- name: take_slot
+-- Guarded by the holder read in select_permit_slots (ratchet.spi.sql._permits): a slot
+-- taken meanwhile fails the guard.
+UPDATE ratchet_resource_slot
+SET job_id = :id, claim_seq = :claim_seq, node_id = :node_id, acquired_at = :now
+WHERE resource = :resource AND slot = :slot
+  AND job_id IS :old_id AND claim_seq IS :old_claim_seq
+  AND EXISTS (SELECT 1 FROM ratchet_job
+              WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq);
 
--- name: delete_ended_permits
-DELETE FROM ratchet_resource_permit
-WHERE resource = :resource AND NOT EXISTS (
-    SELECT 1 FROM ratchet_job AS j
-    WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
-      AND j.claim_seq = ratchet_resource_permit.claim_seq);
+-- name: add_slot
+INSERT INTO ratchet_resource_slot (resource, slot, job_id, claim_seq, node_id, acquired_at)
+SELECT :resource, :slot, :id, :claim_seq, :node_id, :now
+FROM ratchet_job WHERE id = :id AND status = 'RUNNING' AND claim_seq = :claim_seq
+ON CONFLICT (resource, slot) DO NOTHING;
 
--- name: delete_all_ended_permits
-DELETE FROM ratchet_resource_permit
-WHERE NOT EXISTS (
-    SELECT 1 FROM ratchet_job AS j
-    WHERE j.id = ratchet_resource_permit.job_id AND j.status = 'RUNNING'
-      AND j.claim_seq = ratchet_resource_permit.claim_seq);
-
--- name: count_permits
-SELECT COUNT(*) FROM ratchet_resource_permit WHERE resource = :resource;
-
--- name: select_permit_claim
-SELECT claim_seq FROM ratchet_resource_permit WHERE resource = :resource AND job_id = :id;
-
--- name: insert_permit
-INSERT INTO ratchet_resource_permit (resource, job_id, claim_seq, node_id, acquired_at)
-VALUES (:resource, :id, :claim_seq, :node_id, :now);
-
--- name: delete_permit
-DELETE FROM ratchet_resource_permit
+-- name: free_slot
+UPDATE ratchet_resource_slot SET job_id = NULL, claim_seq = NULL, node_id = NULL,
+    acquired_at = NULL
 WHERE resource = :resource AND job_id = :id AND claim_seq = :claim_seq;
 
--- name: delete_node_permits
-DELETE FROM ratchet_resource_permit WHERE node_id = :node_id;
+-- name: free_node_slots
+UPDATE ratchet_resource_slot SET job_id = NULL, claim_seq = NULL, node_id = NULL,
+    acquired_at = NULL
+WHERE node_id = :node_id;
+
+-- name: select_all_ended_slots
+SELECT s.resource, s.job_id, s.claim_seq FROM ratchet_resource_slot AS s
+WHERE s.job_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM ratchet_job AS j
+    WHERE j.id = s.job_id AND j.status = 'RUNNING' AND j.claim_seq = s.claim_seq);
 
 -- name: select_permit_holders
-SELECT p.resource, p.job_id, p.claim_seq, p.node_id, p.acquired_at
-FROM ratchet_resource_permit AS p
-JOIN ratchet_job AS j ON j.id = p.job_id AND j.claim_seq = p.claim_seq AND j.status = 'RUNNING'
-WHERE p.resource = :resource
-ORDER BY p.acquired_at, p.job_id;
+SELECT s.resource, s.job_id, s.claim_seq, s.node_id, s.acquired_at
+FROM ratchet_resource_slot AS s
+JOIN ratchet_job AS j ON j.id = s.job_id AND j.claim_seq = s.claim_seq AND j.status = 'RUNNING'
+WHERE s.resource = :resource
+ORDER BY s.acquired_at, s.job_id;
 
 -- ===================================================================== chains
 

@@ -44,7 +44,7 @@ SQL_TABLES = frozenset(
         "ratchet_recurring",
         "ratchet_recurring_fire",
         "ratchet_resource",
-        "ratchet_resource_permit",
+        "ratchet_resource_slot",
     }
 )
 """The tables of the SQL stores' schema (besides the ledger, ``ratchet_schema_version``)."""
@@ -62,6 +62,7 @@ SQL_MIGRATIONS = (
     "0010_signals.sql",
     "0011_workflows.sql",
     "0012_batches.sql",
+    "0013_permit_slots.sql",
 )
 """The migration files every SQL store ships, in order (version N is the N-th): a store's
 schema tests pin its list to this one, so a migration added to one backend only fails."""
