@@ -6,8 +6,10 @@ release's ``migrate`` left) reaches the shipped store schema with ``migrate``, t
 one at store schema 6 through ``ratchet.0005_queues``, one at store schema 7 through
 ``ratchet.0006_paused_jobs``, one at store schema 8 through ``ratchet.0007_chains`` and
 one at store schema 9 through ``ratchet.0008_signals``, one at store schema 10 through
-``ratchet.0009_workflows`` and one at store schema 11 through ``ratchet.0010_batches``). Run in subprocesses with the example project's settings
-(examples/django, a temporary SQLite file), as Django's settings are process-wide.
+``ratchet.0009_workflows``, one at store schema 11 through ``ratchet.0010_batches`` and
+one at store schema 12 through ``ratchet.0011_permit_slots``). Run in subprocesses with
+the example project's settings (examples/django, a temporary SQLite file), as Django's
+settings are process-wide.
 """
 
 from __future__ import annotations
