@@ -5,8 +5,9 @@ Everything static is in ``queries.sql`` (its header states the conventions: serv
 microsecond durations, matched-row counts). What depends on the code or on the call is
 built here and nowhere else:
 
-* when the file is loaded, ``{{job_columns}}`` and ``{{due_candidates}}`` (one ordered
-  scan of the claim index per priority level, for :mod:`ratchet_store_mysql._claim`);
+* when the file is loaded, ``{{job_columns}}``, ``{{due_candidates}}`` and
+  ``{{due_candidates_with_queue}}`` (one ordered scan of the claim index per priority
+  level, for :mod:`ratchet_store_mysql._claim`);
 * per call, by the tuned paths: ``{ids}`` lists and the multi-row ``{rows}`` of a VALUES
   list (:func:`placeholders` with a row form below), the ``{cases}`` and ``{pairs}`` of a
   batch completion, the ``{started}`` form of a claim. Only placeholders and these fixed
@@ -55,11 +56,11 @@ JOB_COLUMNS = (
 NOT_PAUSED = "AND queue NOT IN (SELECT queue FROM ratchet_paused_queue)"
 
 
-def _due_at_level(priority: int) -> str:
+def _due_at_level(priority: int, extra: str = "") -> str:
     # At most %(per_level)s entries of the index ratchet_job_claim, which holds every
     # selected column and the queue: no table row is read.
     return (
-        "(SELECT priority, scheduled_at, id, UTC_TIMESTAMP(6) AS now "
+        f"(SELECT priority, scheduled_at, id, UTC_TIMESTAMP(6) AS now{extra} "
         "FROM ratchet_job FORCE INDEX (ratchet_job_claim) "
         f"WHERE status = 'PENDING' AND priority = {priority} "
         f"AND scheduled_at <= UTC_TIMESTAMP(6) {NOT_PAUSED} "
@@ -100,6 +101,9 @@ FRAGMENTS = {
     "job_columns": JOB_COLUMNS,
     "due_candidates": " UNION ALL ".join(
         _due_at_level(int(level)) for level in sorted(JobPriority, reverse=True)
+    ),
+    "due_candidates_with_queue": " UNION ALL ".join(
+        _due_at_level(int(level), ", queue") for level in sorted(JobPriority, reverse=True)
     ),
     **job_query_fragments(lambda name: f"%({name})s", columns=JOB_COLUMNS),
 }

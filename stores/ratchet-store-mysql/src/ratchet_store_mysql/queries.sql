@@ -64,6 +64,11 @@ SELECT {{job_columns}} FROM ratchet_job WHERE active_business_key = %(key)s;
 -- grows, so the overall first N jobs are among each level's first N.
 {{due_candidates}};
 
+-- name: claim_candidates_with_queue
+-- claim_candidates with each job's queue (also in the index): a claim from many named
+-- queues tries this first and keeps its own queues' rows (_claim.among_every_queue).
+{{due_candidates_with_queue}};
+
 -- name: lock_candidates
 -- Step 2: lock, by primary key, exactly the candidates chosen (in claim order), re-checking
 -- that each is still due (the last %s is the time of step 1) and PENDING. Point lookups on

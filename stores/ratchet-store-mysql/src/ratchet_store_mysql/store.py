@@ -99,6 +99,7 @@ class MySQLJobStore(TransactionalEnqueue, SQLJobStore):
         raising StoreUnavailableError.
         """
         super().__init__(url, pool_max_size=pool_max_size, pool_timeout=pool_timeout)
+        self._every_queue_shortcut = _claim.EveryQueueShortcut()
         self._migrate_on_open(auto_migrate)
 
     # -- schema --------------------------------------------------------------------------
@@ -169,6 +170,7 @@ class MySQLJobStore(TransactionalEnqueue, SQLJobStore):
                 boost_seconds=boost_seconds,
                 start_now=start_now,
                 queues=queues,
+                shortcut=self._every_queue_shortcut,
             )
         )
 
