@@ -259,6 +259,21 @@ def test_a_missing_database_is_a_store_not_found_error(tmp_path: Path) -> None:
     assert not (tmp_path / "x.db").exists()
 
 
+def test_sqlites_memory_name_opens_a_database_in_memory_not_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SQLiteJobStore(":memory:")`` is the in-memory store, as in ``sqlite3``: no file
+    named ``:memory:`` appears in the working directory (one was once committed)."""
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteJobStore(":memory:")
+    try:
+        assert store.path is None
+        assert store.get_job("none") is None
+    finally:
+        store.close()
+    assert list(tmp_path.iterdir()) == []
+
+
 def _remove_database(path: str) -> None:
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):

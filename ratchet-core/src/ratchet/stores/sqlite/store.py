@@ -99,7 +99,8 @@ class SQLiteSession(SQLSession):
 
 
 class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
-    """JobStore on SQLite. ``path=None`` keeps everything in memory (``memory://``)."""
+    """JobStore on SQLite. ``path=None`` (or SQLite's ``":memory:"``) keeps everything in
+    memory (``memory://``)."""
 
     statements = STATEMENTS
     decode = DECODER
@@ -116,6 +117,8 @@ class SQLiteJobStore(SQLiteTransactionalEnqueue, SQLJobStore):
         auto_migrate: bool = True,
         must_exist: bool = False,
     ) -> None:
+        if path == ":memory:":  # SQLite's own name for it: never a file of that name
+            path = None
         self.path = path
         self.memory_name = memory_name
         self._closed = False
