@@ -58,9 +58,7 @@ def _first(rows: list[Any]) -> list[bytes]:
     return claim_order(rows, rows[0][3], 0)[:LIMIT] if rows else []
 
 
-def test_it_decides_when_the_named_queues_hold_the_backlog(
-    store: MySQLJobStore, conn: Any
-) -> None:
+def test_it_decides_when_the_named_queues_hold_the_backlog(store: MySQLJobStore, conn: Any) -> None:
     """Five queues of four priorities' jobs, one enqueued after another, plus a paused
     other queue: every level holds enough of theirs (or ran out), so the shortcut decides,
     and the first jobs it offers are the per-queue read's, in the same order."""
