@@ -417,3 +417,38 @@ def test_the_upgrade_to_permit_slots_keeps_the_permits_held(tmp_path: Path) -> N
         assert "ratchet_resource_permit" not in tables
     finally:
         store.close()
+
+
+def test_an_acquire_that_loses_every_offered_slot_reads_again(tmp_path: Path) -> None:
+    """A resource of 10 whose 10 slots all exist and are free: an acquire whose first 8
+    guarded writes lose (as to other acquirers) does not answer "full" while the read
+    offered a whole page of free slots; it reads again and takes one."""
+    from ratchet.spi.sql import Params
+    from ratchet.stores.sqlite.store import SQLiteJobStore
+    from ratchet_tck.store._base import new_job
+
+    class LosingStore(SQLiteJobStore):
+        losses = 8
+
+        def _update(self, name: str, params: Params | None = None, **kwargs: Any) -> int:
+            if name == "take_slot" and self.losses > 0:
+                self.losses -= 1
+                return 0
+            return super()._update(name, params, **kwargs)
+
+    store = LosingStore(str(tmp_path / "slots.sqlite3"))
+    try:
+        store.configure_resource("api", max_concurrent=10)
+        store.enqueue_many([new_job() for _ in range(11)])
+        jobs = store.claim_due_jobs(node_id="n", limit=11, priority_boost_seconds=0)
+        store.losses = 0
+        for job in jobs[:10]:  # every slot made, then given back
+            assert store.acquire_permit("api", job.id, job.claim_seq, node_id="n")
+        for job in jobs[:10]:
+            assert store.release_permit("api", job.id, job.claim_seq)
+        store.losses = 8
+        last = jobs[10]
+        assert store.acquire_permit("api", last.id, last.claim_seq, node_id="n") is True
+        assert store.losses == 0
+    finally:
+        store.close()

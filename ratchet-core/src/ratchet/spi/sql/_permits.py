@@ -10,9 +10,9 @@ claim_seq, status = 'RUNNING')``, so a claim that ended in any way (an outcome, 
 orphan recovery, a drain) gives its permit back without a write on the outcome paths.
 
 Why slots, not one row per resource locked while counting: acquirers of one resource then
-take *different* rows with ``FOR UPDATE SKIP LOCKED``, in parallel, the way claims take
-jobs, so no row is hot (the counting design ran acquires one after another: a drain
-whose every job held a permit ran at 0.10-0.25x plain drain, RESULTS.md).
+take *different* rows, each with one guarded write, in parallel, so no row is hot (the
+counting design queued every acquire of a resource on its row's lock; RESULTS.md, "The
+cost of resource permits").
 
 Safety, never more holders than the limit: each slot below the limit has at most one
 holder, and no grant is made while a slot at or above the (lowered) limit has a live one.
@@ -153,13 +153,16 @@ class SQLResourcePermits:
             if over:
                 return False
             free = [(slot, old_id, old_seq) for _, _, _, _, _, slot, old_id, old_seq in rows]
-            if free[0][0] is not None and self._take_one_of(free, params):
+            if free[0][0] is None:
+                free = []
+            if free and self._take_one_of(free, params):
                 return True
-            if next_slot >= limit:
-                return False  # every slot below the limit exists and has a live holder
-            if self._update("add_slot", {**params, "slot": next_slot}) == 1:
-                return True
-            # Other acquirers took every slot offered and added that one first: read again.
+            if next_slot < limit:
+                if self._update("add_slot", {**params, "slot": next_slot}) == 1:
+                    return True
+            elif len(free) < _CANDIDATES:
+                return False  # every slot below the limit exists, and none was free
+            # Other acquirers took what was offered (and added that slot first): read again.
         return False
 
     def _take_one_of(self, free: list[tuple[object, object, object]], params: Params) -> bool:

@@ -1,7 +1,7 @@
 -- Ratchet PostgreSQL store, schema version 13: resource permits as slots (issue #19). The
 -- same table and meaning as the embedded SQLite store's 0013: a resource's permits become
 -- numbered slots, each held by at most one claim, so acquirers of one resource take
--- different rows (FOR UPDATE SKIP LOCKED) instead of queueing on the resource's row
+-- different rows (one guarded write each) instead of queueing on the resource's row
 -- (ratchet.spi.sql._permits says why and how). The permits held when this runs are
 -- carried over, one slot each. Workers of the previous release acquire in
 -- ratchet_resource_permit: upgrade them all.
