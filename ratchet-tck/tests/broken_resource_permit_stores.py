@@ -122,7 +122,7 @@ class HoldersListEndedPermitsStore(SQLiteJobStore):
 
 
 class HousekeepingTakesLivePermitsStore(SQLiteJobStore):
-    """Housekeeping that lost its ``NOT EXISTS``: it deletes every permit, so the claims
+    """Housekeeping that lost its ``NOT EXISTS``: it frees every permit, so the claims
     still running lose theirs and the limit is exceeded."""
 
     statements = SQLiteJobStore.statements.replacing(
@@ -151,9 +151,9 @@ class FinishedJobAcquiresPermitStore(SQLiteJobStore):
 
 
 class EarlierClaimPermitKeptStore(SQLiteJobStore):
-    """Judges a permit ended by the job's status alone: the permit of a job's recovered
-    claim survives the job's next claim, whose acquire then answers ``True`` without
-    holding anything."""
+    """Judges a permit ended by the job's status alone: the permit of a job's released
+    claim still counts once the job is claimed again, so the new claim is refused the
+    permit its own earlier claim holds."""
 
     statements = SQLiteJobStore.statements.replacing(
         select_permit_slots=changed(sql.SELECT_PERMIT_SLOTS, " AND h.claim_seq = s.claim_seq")
