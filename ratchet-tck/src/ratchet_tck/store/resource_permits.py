@@ -423,34 +423,7 @@ class ResourcePermitContracts(StoreSuiteBase):
         that adds nothing when the slot exists (``ON CONFLICT DO NOTHING``), never one
         that overwrites it.
         """
-        setup = stores()
-        permitted = permits(setup)
-        nodes = [permits(stores()) for _ in range(_RACERS)]
-        rounds = []
-        for index in range(_RACE_ROUNDS):
-            resource = f"race-{index}"
-            permitted.configure_resource(resource, max_concurrent=_RACE_LIMIT)
-            rounds.append((resource, [self.running(setup) for _ in range(_RACERS)]))
-        barrier = threading.Barrier(_RACERS, timeout=60)
-
-        def acquire_each(node: int) -> list[bool]:
-            answers = []
-            for resource, jobs in rounds:
-                barrier.wait()
-                answers.append(self._permit(nodes[node], resource, jobs[node], node=f"node-{node}"))
-            return answers
-
-        results = run_concurrently([partial(acquire_each, n) for n in range(_RACERS)])
-        assert raised(results) == [], raised(results)
-        for index, (resource, jobs) in enumerate(rounds):
-            granted = [jobs[n] for n in range(_RACERS) if results[n][index]]
-            assert len(granted) == _RACE_LIMIT, (
-                f"round {index}: {len(granted)} of {_RACERS} racing acquires were granted "
-                f"a permit of a resource limited to {_RACE_LIMIT}"
-            )
-            assert sorted(held_by(permitted.permit_holders(resource))) == sorted(
-                claims(*granted)
-            ), f"round {index}: the holders are not the claims granted"
+        self._race_for_permits(stores, "race", "a permit of")
 
     @contract("resource-permits", Level.CORE)
     def test_racing_acquires_of_ended_permits_never_exceed_the_permit_limit(
@@ -467,19 +440,44 @@ class ResourcePermitContracts(StoreSuiteBase):
         resource alone; and not by a liveness test evaluated inside a locking write, whose
         subquery can read an older snapshot than the row it re-checks.
         """
-        setup = stores()
-        permitted = permits(setup)
-        nodes = [permits(stores()) for _ in range(_RACERS)]
-        rounds = []
-        for index in range(_RACE_ROUNDS):
-            resource = f"ended-race-{index}"
-            permitted.configure_resource(resource, max_concurrent=_RACE_LIMIT)
+
+        def leave_ended_permits(setup: JobStore, resource: str) -> None:
+            permitted = permits(setup)
             for _ in range(_RACE_LIMIT):
                 holder = self.running(setup)
                 assert self._permit(permitted, resource, holder)
                 assert setup.complete_job(
                     holder.id, holder.claim_seq, result_json=None, result_type=None
                 )
+
+        self._race_for_permits(
+            stores,
+            "ended-race",
+            f"the {_RACE_LIMIT} permits that ended claims left of",
+            prepare=leave_ended_permits,
+        )
+
+    def _race_for_permits(
+        self,
+        stores: StoreFactory,
+        prefix: str,
+        what: str,
+        prepare: Callable[[JobStore, str], None] | None = None,
+    ) -> None:
+        """The two racing contracts: in each of the rounds, a fresh resource ``<prefix>-N``
+        limited to 3 (``prepare(setup_store, resource)`` first, when given), then 8 nodes
+        behind a barrier acquire it for 8 distinct RUNNING claims: exactly 3 are granted
+        ``what`` (the failure message's words for the permits), and the resource's holders
+        are exactly those 3."""
+        setup = stores()
+        permitted = permits(setup)
+        nodes = [permits(stores()) for _ in range(_RACERS)]
+        rounds = []
+        for index in range(_RACE_ROUNDS):
+            resource = f"{prefix}-{index}"
+            permitted.configure_resource(resource, max_concurrent=_RACE_LIMIT)
+            if prepare is not None:
+                prepare(setup, resource)
             rounds.append((resource, [self.running(setup) for _ in range(_RACERS)]))
         barrier = threading.Barrier(_RACERS, timeout=60)
 
@@ -496,8 +494,7 @@ class ResourcePermitContracts(StoreSuiteBase):
             granted = [jobs[n] for n in range(_RACERS) if results[n][index]]
             assert len(granted) == _RACE_LIMIT, (
                 f"round {index}: {len(granted)} of {_RACERS} racing acquires were granted "
-                f"the {_RACE_LIMIT} permits that ended claims left of a resource limited to "
-                f"{_RACE_LIMIT}"
+                f"{what} a resource limited to {_RACE_LIMIT}"
             )
             assert sorted(held_by(permitted.permit_holders(resource))) == sorted(
                 claims(*granted)
