@@ -28,6 +28,10 @@ from ratchet import ExecutionStatus, JobStatus, Ratchet
 from ratchet._engine.permits import PermitGate, PermitHeld, Resources
 from ratchet.errors import ConfigurationError, ResourceNotConfiguredError
 from ratchet.spi import SupportsResourcePermits
+from ratchet.spi.sql import Params
+from ratchet.stores.sqlite._database import SCHEMA_LEDGER, migrations
+from ratchet.stores.sqlite.store import SQLiteJobStore, _statements_of
+from ratchet_tck.store import new_job
 
 BOUND = 60.0
 
@@ -382,9 +386,6 @@ def test_the_upgrade_to_permit_slots_keeps_the_permits_held(tmp_path: Path) -> N
     resource (rows of ``ratchet_resource_permit``): migration 13 carries them over as
     slots, so they are still the holders, a third claim is refused until one is released,
     and the old table is gone."""
-    from ratchet.stores.sqlite._database import SCHEMA_LEDGER, migrations
-    from ratchet.stores.sqlite.store import SQLiteJobStore, _statements_of
-    from ratchet_tck.store._base import new_job
 
     database = tmp_path / "v12.sqlite3"
     with sqlite3.connect(database) as conn:
@@ -423,9 +424,6 @@ def test_an_acquire_that_loses_every_offered_slot_reads_again(tmp_path: Path) ->
     """A resource of 10 whose 10 slots all exist and are free: an acquire whose first 8
     guarded writes lose (as to other acquirers) does not answer "full" while the read
     offered a whole page of free slots; it reads again and takes one."""
-    from ratchet.spi.sql import Params
-    from ratchet.stores.sqlite.store import SQLiteJobStore
-    from ratchet_tck.store._base import new_job
 
     class LosingStore(SQLiteJobStore):
         losses = 8
